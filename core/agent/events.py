@@ -1,0 +1,127 @@
+"""Events every agent session emits on the runtime's single subscription.
+
+Activity steps (P3 §6), chat replies and later task runs are all built from these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+SessionStatus = Literal["idle", "running"]
+TurnOutcome = Literal["done", "cancelled", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChanged:
+    session_id: str
+    status: SessionStatus
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    session_id: str
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    session_id: str
+    turn_id: str
+    outcome: TurnOutcome
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InputTaken:
+    """The session put this input into the model's context: the "taken" marker of P3 §3."""
+
+    session_id: str
+    turn_id: str
+    input_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequestStarted:
+    session_id: str
+    turn_id: str
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    session_id: str
+    turn_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """One model response finished: its text (may be empty when it only calls tools), model and usage."""
+
+    session_id: str
+    turn_id: str
+    step: int
+    text: str
+    model: str
+    usage: Usage
+    duration_s: float
+    tool_calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    session_id: str
+    turn_id: str
+    call_id: str
+    name: str
+    args: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    session_id: str
+    turn_id: str
+    call_id: str
+    name: str
+    ok: bool
+    output: str
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobStarted:
+    session_id: str
+    job_id: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobEnded:
+    session_id: str
+    job_id: str
+    command: str
+    status: Literal["completed", "failed", "killed"]
+    exit_code: int | None
+
+
+AgentEvent = (
+    StatusChanged
+    | TurnStarted
+    | TurnEnded
+    | InputTaken
+    | ModelRequestStarted
+    | TextDelta
+    | AssistantMessage
+    | ToolCall
+    | ToolResult
+    | JobStarted
+    | JobEnded
+)

@@ -1,0 +1,53 @@
+"""The contract between the agent runtime and its tools.
+
+A tool is a `ToolSpec`: a fixed model-facing name, a description, a pydantic model for its arguments and an
+async handler. The runtime validates arguments itself, so bad arguments go back to the model as a tool
+error (never an exception that ends the turn). A handler signals a failure the model should see by
+raising `ToolError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from core.agent.jobs import JobManager
+    from core.agent.sandbox import PathGuard, ShellSandbox
+    from core.clock import Clock
+
+SessionKind = Literal["chat", "task", "rule"]
+
+
+class ToolError(Exception):
+    """A failure the model should read and act on (bad path, refused write, timeout, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    session_id: str
+    session_kind: SessionKind
+    cwd: Path
+    guard: PathGuard
+    shell: ShellSandbox
+    jobs: JobManager
+    clock: Clock
+
+
+Handler = Callable[[ToolContext, Any], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    handler: Handler
+    kinds: frozenset[SessionKind] = frozenset({"chat", "task", "rule"})
+
+    def json_schema(self) -> dict[str, Any]:
+        return self.args_model.model_json_schema()

@@ -1,0 +1,25 @@
+"""The commands and reads the desktop UI uses for chat. `ChatService` implements it; UI tests fake it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from core.chat.views import ConversationView, LiveReply, MessageView
+
+
+class ChatFacade(Protocol):
+    async def list_conversations(self) -> list[ConversationView]: ...
+
+    async def create_conversation(self, bot_id: str | None = None, title: str = "") -> ConversationView: ...
+
+    async def list_messages(self, conversation_id: str) -> list[MessageView]: ...
+
+    async def say(self, conversation_id: str, text: str) -> MessageView:
+        """The desktop user speaks. Returns the stored user message at once; the reply comes later."""
+        ...
+
+    def live_reply(self, conversation_id: str) -> LiveReply | None:
+        """The reply being streamed now, if any. Cheap: in memory."""
+        ...
+
+    async def cancel_reply(self, conversation_id: str) -> None: ...

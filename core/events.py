@@ -1,0 +1,29 @@
+"""Host events the UI bridge and API listen to. Small and immutable: listeners re-read what they show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationsChanged:
+    """A conversation was created, renamed, or its last line or busy state changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotsChanged:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesChanged:
+    """A message was stored or updated in this conversation."""
+
+    conversation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveReplyChanged:
+    """The reply being streamed in this conversation grew (text or steps), started or finished."""
+
+    conversation_id: str
