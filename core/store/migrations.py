@@ -1,0 +1,100 @@
+"""Schema versions: a short, ordered list of explicit steps, each applied once, in its own transaction.
+
+To change the schema, change the models and APPEND a migration; never edit or reorder one that has shipped.
+Migration 1 builds its tables from the *current* models, so on a fresh database any column a later migration
+adds is already there: add columns with `add_column` (it skips existing ones) and tables with
+`Base.metadata.create_all(conn, tables=[...])` (it skips existing tables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Column, Connection, Double, Engine, Integer, MetaData, Table, func, inspect, select
+from sqlalchemy.schema import CreateColumn
+
+from core.store.models import Base
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    apply: Callable[[Connection], None]
+
+
+class SchemaTooNewError(RuntimeError):
+    def __init__(self, found: int, known: int) -> None:
+        super().__init__(
+            f"this data dir was written by a newer Errand (schema {found} > {known}); upgrade Errand"
+        )
+        self.found = found
+        self.known = known
+
+
+# Kept out of the models' metadata: it is bookkeeping for this runner, not part of any schema version.
+schema_migrations = Table(
+    "schema_migrations",
+    MetaData(),
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("applied_at", Double, nullable=False),
+)
+
+
+def add_column(conn: Connection, table: str, column: Column[Any]) -> None:
+    """`ALTER TABLE table ADD COLUMN column`, skipped when the table already has it (see the module note)."""
+    if column.name in {c["name"] for c in inspect(conn).get_columns(table)}:
+        return
+    quoted = conn.dialect.identifier_preparer.quote(table)
+    ddl = CreateColumn(column).compile(dialect=conn.dialect)
+    conn.exec_driver_sql(f"ALTER TABLE {quoted} ADD COLUMN {ddl}")
+
+
+def _create_chat_tables(conn: Connection) -> None:
+    names = ("bots", "conversations", "messages", "settings")
+    Base.metadata.create_all(conn, tables=[Base.metadata.tables[n] for n in names])
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
+    # Append here: Migration(2, "...", _function_taking_a_connection),
+]
+
+
+def current_version(conn: Connection) -> int:
+    """The highest applied version; 0 for a database no migration has touched."""
+    if not inspect(conn).has_table(schema_migrations.name):
+        return 0
+    return conn.execute(select(func.max(schema_migrations.c.version))).scalar_one_or_none() or 0
+
+
+def run_migrations(engine: Engine, *, now: float, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+    """Apply every migration newer than the database, in order. Returns the versions applied (often none).
+
+    Each migration and its bookkeeping row commit together, so a failure leaves the database at the
+    previous version with nothing half-applied. Callers hold the data-dir lock, so no second writer races.
+    """
+    _check_order(migrations)
+    known = migrations[-1].version if migrations else 0
+    with engine.begin() as conn:
+        schema_migrations.create(conn, checkfirst=True)
+        found = current_version(conn)
+    if found > known:
+        raise SchemaTooNewError(found, known)
+    applied: list[int] = []
+    for migration in migrations:
+        if migration.version <= found:
+            continue
+        with engine.begin() as conn:
+            migration.apply(conn)
+            conn.execute(schema_migrations.insert().values(version=migration.version, applied_at=now))
+        applied.append(migration.version)
+    return applied
+
+
+def _check_order(migrations: Sequence[Migration]) -> None:
+    versions = [m.version for m in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        raise ValueError(f"migration versions must be 1, 2, 3, ... in order; got {versions}")
