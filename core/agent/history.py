@@ -1,0 +1,94 @@
+"""Session history on disk: one JSON line per model message, appended as each step finishes.
+
+Append-only JSONL keeps a step's write small however long the session grows; a line cut short by a crash
+is skipped on load, so the history stays valid up to the last finished step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+log = logging.getLogger(__name__)
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    session_id: str
+    kind: str
+    bot_id: str
+    cwd: str
+    created_at: float
+
+
+class HistoryStore:
+    """Reads and appends session histories under `root/<session id>/`. File work runs on one worker thread,
+    in submission order, so the event loop never waits on the disk and appends never interleave."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="errand-history")
+
+    def _dir(self, session_id: str) -> Path:
+        if not _SAFE_ID.match(session_id):
+            raise ValueError(f"invalid session id {session_id!r}")
+        return self.root / session_id
+
+    async def _run(self, fn: object, *args: object) -> object:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)  # type: ignore[arg-type]
+
+    async def append(self, session_id: str, messages: list[ModelMessage]) -> None:
+        if messages:
+            await self._run(self._append_sync, session_id, messages)
+
+    def _append_sync(self, session_id: str, messages: list[ModelMessage]) -> None:
+        directory = self._dir(session_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        lines = b"".join(ModelMessagesTypeAdapter.dump_json([m]) + b"\n" for m in messages)
+        with (directory / "history.jsonl").open("ab") as f:
+            f.write(lines)
+
+    async def write_meta(self, meta: SessionMeta) -> None:
+        await self._run(self._write_meta_sync, meta)
+
+    def _write_meta_sync(self, meta: SessionMeta) -> None:
+        directory = self._dir(meta.session_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / "meta.json.tmp"
+        tmp.write_text(json.dumps(asdict(meta)), encoding="utf-8")
+        tmp.replace(directory / "meta.json")
+
+    async def load(self, session_id: str) -> list[ModelMessage]:
+        result = await self._run(self._load_sync, session_id)
+        assert isinstance(result, list)
+        return result
+
+    def _load_sync(self, session_id: str) -> list[ModelMessage]:
+        path = self._dir(session_id) / "history.jsonl"
+        if not path.exists():
+            return []
+        messages: list[ModelMessage] = []
+        with path.open("rb") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    messages.extend(ModelMessagesTypeAdapter.validate_json(line))
+                except ValueError:
+                    log.warning("skipping unreadable line %d of %s (cut short by a crash?)", number, path)
+        return messages
+
+    async def exists(self, session_id: str) -> bool:
+        return bool(await self._run(lambda: (self._dir(session_id) / "history.jsonl").exists()))
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)

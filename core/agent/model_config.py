@@ -1,0 +1,43 @@
+"""Which model a session talks to. Plain data: building the client lives in `model_client.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """An OpenAI-compatible Chat Completions endpoint (DeepSeek, OpenAI, OpenRouter, Qwen, Ollama, vLLM, ...)."""
+
+    base_url: str
+    model: str
+    api_key: str = field(default="", repr=False)  # never printed, logged or stored by this object
+    provider: str = "openai"
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+    def problem(self) -> str | None:
+        """What is wrong with this configuration, in words a user can act on; None when it looks usable."""
+        if not self.base_url:
+            return "No model endpoint is set. Open the bot's settings and enter a base URL (e.g. https://api.deepseek.com/v1)."
+        parsed = urlparse(self.base_url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            return f"The model base URL {self.base_url!r} is not an http(s) URL. Fix it in the bot's settings."
+        if not self.model:
+            return "No model name is set. Open the bot's settings and enter a model (e.g. deepseek-chat)."
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Waits between attempts after a transient failure (408, 429, 5xx, network). P3 §11 uses 15/30/60 s
+    for background work; chat uses shorter waits because a person is watching."""
+
+    delays_s: tuple[float, ...] = (1.0, 2.0, 4.0)
+
+    @property
+    def attempts(self) -> int:
+        return len(self.delays_s) + 1

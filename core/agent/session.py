@@ -1,0 +1,373 @@
+"""An agent session: its history, its queue of inputs, and the turn loop that drives the model and tools.
+
+One turn = the model is asked, tools run, the model is asked again ... until it answers without tool calls.
+`prompt` queues a new turn; `steer` adds text at the next step boundary of the running turn; `cancel` stops
+the running turn at once and leaves the session usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import secrets
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import ValidationError
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.tools import ToolDefinition
+
+from core.agent import events as ev
+from core.agent.model_client import ModelCallError
+from core.agent.model_config import ModelConfig
+from core.agent.prompt import system_prompt
+from core.agent.session_spec import SessionSpec
+from core.agent.tool_api import ToolContext, ToolError, ToolSpec
+
+if TYPE_CHECKING:
+    from core.agent.runtime import AgentRuntime
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED = "Interrupted: the turn was stopped before this tool finished. Its effects may be partial."
+_MAX_TOOL_OUTPUT = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Input:
+    input_id: str
+    text: str
+
+
+def _format_validation_error(tool: str, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        problems.append(f"{field}: {err['msg']}")
+    return f"Error: invalid arguments for {tool}: " + "; ".join(problems) + ". Fix them and call the tool again."
+
+
+def _dangling_calls(history: list[ModelMessage]) -> list[ToolCallPart]:
+    """Tool calls in the last response that never got a result (the app stopped mid-tool)."""
+    if not history or not isinstance(history[-1], ModelResponse):
+        return []
+    return list(history[-1].tool_calls)
+
+
+class AgentSession:
+    def __init__(self, spec: SessionSpec, runtime: AgentRuntime, history: list[ModelMessage]) -> None:
+        self.spec = spec
+        self._runtime = runtime
+        self.history: list[ModelMessage] = history
+        self._inbox: deque[_Input] = deque()
+        self._steers: deque[_Input] = deque()
+        self._carry: list[ModelRequestPart] = [
+            ToolReturnPart(tool_name=c.tool_name, content=INTERRUPTED, tool_call_id=c.tool_call_id)
+            for c in _dangling_calls(history)
+        ]
+        self._taken: set[str] = set()
+        for message in history:
+            if isinstance(message, ModelRequest) and message.metadata:
+                self._taken.update(str(i) for i in message.metadata.get("input_ids", []))
+        self._driver: asyncio.Task[None] | None = None
+        self._turn: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closed = False
+        self._tools: dict[str, ToolSpec] = self._select_tools()
+
+    # ---- public operations -------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.spec.session_id
+
+    @property
+    def status(self) -> Literal["idle", "running"]:
+        return "idle" if self._idle.is_set() else "running"
+
+    @property
+    def tool_names(self) -> list[str]:
+        return list(self._tools)
+
+    def has_taken(self, input_id: str) -> bool:
+        """Whether this input reached the model's context (now or before a restart)."""
+        return input_id in self._taken
+
+    def prompt(self, text: str, input_id: str | None = None) -> str:
+        """Queue `text` as a new turn (it starts now if the session is idle). Returns the input id."""
+        item = _Input(input_id or f"in_{secrets.token_hex(6)}", text)
+        self._inbox.append(item)
+        self._ensure_driver()
+        return item.input_id
+
+    def steer(self, text: str, input_id: str | None = None) -> str:
+        """Add `text` to the running turn at its next step boundary; on an idle session this is a prompt."""
+        if self._turn is None or self._turn.done():
+            return self.prompt(text, input_id)
+        item = _Input(input_id or f"in_{secrets.token_hex(6)}", text)
+        self._steers.append(item)
+        return item.input_id
+
+    async def cancel(self, *, drop_queued: bool = False) -> None:
+        """Stop the running turn now. Queued prompts still run afterwards unless `drop_queued`."""
+        if drop_queued:
+            self._inbox.clear()
+        turn = self._turn
+        if turn is not None and not turn.done():
+            turn.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(turn)
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self._idle.wait(), timeout)
+
+    def set_model(self, model: ModelConfig) -> None:
+        """Use another model from the next request on (bot settings changed)."""
+        self.spec = dataclasses.replace(self.spec, model=model)
+
+    async def close(self) -> None:
+        self._closed = True
+        self._inbox.clear()
+        await self.cancel()
+        if self._driver is not None and not self._driver.done():
+            self._driver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._driver
+
+    # ---- the loop ----------------------------------------------------------------------------------
+
+    def _select_tools(self) -> dict[str, ToolSpec]:
+        tools: dict[str, ToolSpec] = {}
+        for tool in [*self._runtime.common_tools, *self.spec.extra_tools]:
+            if self.spec.kind not in tool.kinds:
+                continue
+            if self.spec.allowed_tools is not None and tool.name not in self.spec.allowed_tools:
+                continue
+            tools[tool.name] = tool
+        return tools
+
+    def _emit(self, event: ev.AgentEvent) -> None:
+        self._runtime.emit(event)
+
+    def _ensure_driver(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"session {self.session_id} is closed")
+        if self._driver is None or self._driver.done():
+            self._idle.clear()
+            self._emit(ev.StatusChanged(self.session_id, "running"))
+            self._driver = asyncio.get_running_loop().create_task(self._drive(), name=f"session:{self.session_id}")
+
+    async def _drive(self) -> None:
+        try:
+            while self._inbox and not self._closed:
+                first = self._inbox.popleft()
+                self._turn = asyncio.get_running_loop().create_task(self._run_turn(first))
+                try:
+                    await asyncio.shield(self._turn)
+                except asyncio.CancelledError:
+                    if not self._turn.done():
+                        # The driver itself is being cancelled (close): take the turn down with it.
+                        self._turn.cancel()
+                        raise
+                    # Otherwise only the turn was cancelled (cancel()): go on with queued inputs.
+        finally:
+            self._turn = None
+            self._idle.set()
+            self._emit(ev.StatusChanged(self.session_id, "idle"))
+
+    def _drain_steers(self) -> list[_Input]:
+        items = list(self._steers)
+        self._steers.clear()
+        return items
+
+    def _request_params(self) -> ModelRequestParameters:
+        return ModelRequestParameters(
+            function_tools=[
+                ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.json_schema())
+                for t in self._tools.values()
+            ],
+            allow_text_output=True,
+        )
+
+    async def _run_turn(self, first: _Input) -> None:
+        turn_id = f"u_{secrets.token_hex(6)}"
+        self._emit(ev.TurnStarted(self.session_id, turn_id))
+        inputs = [first, *self._drain_steers()]
+        parts: list[ModelRequestPart] = [*self._carry, *(UserPromptPart(i.text) for i in inputs)]
+        self._carry = []
+        outcome: ev.TurnOutcome = "done"
+        error = ""
+        step = 0
+        in_flight: ModelRequest | None = None
+        partial_text: list[str] = []
+        pending_calls: list[ToolCallPart] = []
+        returns: list[ModelRequestPart] = []
+        try:
+            while True:
+                step += 1
+                request = ModelRequest(
+                    parts=parts,
+                    instructions=system_prompt(self.spec, self._runtime.clock.now(), self._runtime.sandbox_note(self.spec)),
+                    metadata={"input_ids": [i.input_id for i in inputs]} if inputs else None,
+                )
+                for item in inputs:
+                    self._taken.add(item.input_id)
+                    self._emit(ev.InputTaken(self.session_id, turn_id, item.input_id, item.text))
+                in_flight = request
+                partial_text = []
+                response = await self._ask_model(turn_id, step, request, partial_text)
+                in_flight = None
+                self.history += [request, response]
+                await self._runtime.history.append(self.session_id, [request, response])
+                calls = response.tool_calls
+                if not calls:
+                    steers = self._drain_steers()
+                    if not steers:
+                        break
+                    # A steer that arrived while the final answer streamed gets one more model request.
+                    inputs = steers
+                    parts = [UserPromptPart(i.text) for i in steers]
+                    continue
+                pending_calls = list(calls)
+                returns = []
+                while pending_calls:
+                    returns.append(await self._run_tool(turn_id, pending_calls[0]))
+                    pending_calls.pop(0)
+                inputs = self._drain_steers()
+                parts = [*returns, *(UserPromptPart(i.text) for i in inputs)]
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            await self._keep_what_was_said(in_flight, partial_text, returns, pending_calls)
+            raise
+        except ModelCallError as exc:
+            outcome, error = "error", str(exc)
+            await self._keep_what_was_said(in_flight, [], returns, pending_calls)
+        except Exception as exc:
+            log.exception("turn %s of %s failed", turn_id, self.session_id)
+            outcome, error = "error", f"Internal error: {exc}"
+            await self._keep_what_was_said(in_flight, [], returns, pending_calls)
+        finally:
+            self._emit(ev.TurnEnded(self.session_id, turn_id, outcome, error))
+
+    async def _keep_what_was_said(
+        self,
+        in_flight: ModelRequest | None,
+        partial_text: list[str],
+        returns: list[ModelRequestPart],
+        pending_calls: list[ToolCallPart],
+    ) -> None:
+        """Keep history valid and honest after a stop: the input stays (it was taken), partial text stays,
+        and tool calls that did not finish are answered as interrupted at the start of the next turn."""
+        added: list[ModelMessage] = []
+        if in_flight is not None:
+            added.append(in_flight)
+            text = "".join(partial_text)
+            if text:
+                added.append(ModelResponse(parts=[TextPart(text)]))
+        else:
+            self._carry = [
+                *returns,
+                *(
+                    ToolReturnPart(tool_name=c.tool_name, content=INTERRUPTED, tool_call_id=c.tool_call_id)
+                    for c in pending_calls
+                ),
+            ]
+        if added:
+            self.history += added
+            # Shielded: a cancel must still leave the history on disk consistent with memory.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._runtime.history.append(self.session_id, added))
+
+    async def _ask_model(
+        self, turn_id: str, step: int, request: ModelRequest, partial_text: list[str]
+    ) -> ModelResponse:
+        clock = self._runtime.clock
+        client = self._runtime.model_client(self.spec.model)
+        self._emit(ev.ModelRequestStarted(self.session_id, turn_id, step))
+        started = clock.monotonic()
+
+        def on_retry(attempt: int, delay: float, why: str) -> None:
+            log.info("%s: retry %d in %.0fs: %s", self.session_id, attempt, delay, why)
+
+        async with client.stream(
+            [*self.history, request], self._request_params(), clock=clock, retry=self.spec.retry, on_retry=on_retry
+        ) as stream:
+            async for event in stream:
+                delta = ""
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    delta = event.part.content
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    delta = event.delta.content_delta
+                if delta:
+                    partial_text.append(delta)
+                    self._emit(ev.TextDelta(self.session_id, turn_id, delta))
+            response = stream.get()
+        usage = response.usage
+        self._emit(
+            ev.AssistantMessage(
+                self.session_id,
+                turn_id,
+                step,
+                response.text or "",
+                response.model_name or self.spec.model.model,
+                ev.Usage(usage.input_tokens, usage.output_tokens),
+                clock.monotonic() - started,
+                len(response.tool_calls),
+            )
+        )
+        return response
+
+    async def _run_tool(self, turn_id: str, call: ToolCallPart) -> ToolReturnPart:
+        clock = self._runtime.clock
+        self._emit(ev.ToolCall(self.session_id, turn_id, call.tool_call_id, call.tool_name, call.args_as_json_str()))
+        started = clock.monotonic()
+        ok, output = await self._execute(call)
+        if len(output) > _MAX_TOOL_OUTPUT:
+            output = output[:_MAX_TOOL_OUTPUT] + f"\n[... {len(output) - _MAX_TOOL_OUTPUT} more characters cut]"
+        self._emit(
+            ev.ToolResult(self.session_id, turn_id, call.tool_call_id, call.tool_name, ok, output, clock.monotonic() - started)
+        )
+        return ToolReturnPart(tool_name=call.tool_name, content=output, tool_call_id=call.tool_call_id)
+
+    async def _execute(self, call: ToolCallPart) -> tuple[bool, str]:
+        tool = self._tools.get(call.tool_name)
+        if tool is None:
+            return False, f"Error: there is no tool named {call.tool_name!r}. Available tools: {', '.join(self._tools)}."
+        try:
+            raw = call.args_as_dict(raise_if_invalid=True)
+        except (ValueError, AssertionError):
+            return False, f"Error: the arguments for {tool.name} are not a valid JSON object. Send a JSON object."
+        try:
+            args = tool.args_model.model_validate(raw)
+        except ValidationError as exc:
+            return False, _format_validation_error(tool.name, exc)
+        try:
+            return True, await tool.handler(self._tool_context(), args)
+        except ToolError as exc:
+            return False, f"Error: {exc}"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("tool %s failed in %s", tool.name, self.session_id)
+            return False, f"Error: {tool.name} failed unexpectedly: {exc}"
+
+    def _tool_context(self) -> ToolContext:
+        return self._runtime.tool_context(self.spec)
+
