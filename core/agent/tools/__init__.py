@@ -1,0 +1,1 @@
+"""Model-facing tools. `common.common_tools()` builds the ones every session has."""

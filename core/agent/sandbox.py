@@ -1,0 +1,304 @@
+"""Permission presets, the path guard for file tools, and the OS sandbox (bubblewrap) for shell commands.
+
+File tools are checked here path by path. Shell commands cannot be checked that way, so on Linux they run
+under bubblewrap when it works; the description says plainly what protection the user actually has.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from core.agent.tool_api import ToolError
+
+# Relative to the home directory. Directories hide everything below them.
+CREDENTIAL_DIRS: tuple[str, ...] = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".local/share/keyrings",
+    ".password-store",
+)
+CREDENTIAL_FILES: tuple[str, ...] = (
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".config/gh/hosts.yml",
+)
+
+RefusalKind = Literal["credential", "denied", "read_only", "outside_workspace"]
+
+
+class Preset(StrEnum):
+    READ_ONLY = "read-only"
+    WORKSPACE_WRITE = "workspace-write"
+    FULL = "full"
+
+    @classmethod
+    def parse(cls, text: str) -> Preset:
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            names = ", ".join(p.value for p in cls)
+            raise ValueError(f"unknown permission preset {text!r}; valid presets: {names}") from None
+
+
+@dataclass(frozen=True)
+class Permission:
+    preset: Preset
+    workspace: Path
+    extra_writable: tuple[Path, ...] = ()
+    denied: tuple[Path, ...] = ()
+
+
+class Refused(ToolError):
+    """A path the permission does not allow. `kind` lets the host offer an approval instead."""
+
+    def __init__(self, message: str, path: Path, kind: RefusalKind) -> None:
+        super().__init__(message)
+        self.path = path
+        self.kind = kind
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def is_git_config(path: Path) -> bool:
+    return path.name == "config" and path.parent.name == ".git"
+
+
+def is_credential_path(path: Path, home: Path | None = None) -> bool:
+    """True for a resolved path that is, or lies under, a known credential location."""
+    home_real = _real(home if home is not None else Path.home())
+    if is_git_config(path):
+        return True
+    for rel in CREDENTIAL_DIRS:
+        if _within(path, home_real / rel):
+            return True
+    return any(path == home_real / rel for rel in CREDENTIAL_FILES)
+
+
+class PathGuard:
+    """Resolves tool paths to real paths and refuses what the permission does not allow."""
+
+    def __init__(self, permission: Permission, home: Path | None = None) -> None:
+        self.permission = permission
+        self.home = _real(home if home is not None else Path.home())
+        self.workspace = _real(permission.workspace)
+        self._writable = (self.workspace, *(_real(p) for p in permission.extra_writable))
+        self._denied = tuple(_real(p) for p in permission.denied)
+        self._cred_dirs = tuple(self.home / rel for rel in CREDENTIAL_DIRS)
+        self._cred_files = frozenset(self.home / rel for rel in CREDENTIAL_FILES)
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    def is_credential_path(self, path: Path) -> bool:
+        if is_git_config(path) or path in self._cred_files:
+            return True
+        return any(_within(path, root) for root in self._cred_dirs)
+
+    def is_denied(self, path: Path) -> bool:
+        return any(_within(path, root) for root in self._denied)
+
+    def is_hidden(self, path: Path) -> bool:
+        """Never shown to tools (credentials or app-private data). `path` must already be resolved."""
+        return self.is_credential_path(path) or self.is_denied(path)
+
+    def display(self, path: Path) -> str:
+        """The path as the user thinks of it: `~/...` under home."""
+        if _within(path, self.home) and path != self.home:
+            return "~/" + path.relative_to(self.home).as_posix()
+        return str(path)
+
+    # -- resolution ------------------------------------------------------------------------------------
+
+    def resolve(self, path: str, cwd: Path) -> Path:
+        """The real absolute path, with `~` expanded and symlinks followed (no permission check)."""
+        if not path.strip():
+            raise ToolError("The path is empty.")
+        if "\0" in path:
+            raise ToolError("The path contains a NUL character.")
+        if path == "~" or path.startswith("~/"):
+            expanded = str(self.home) + path[1:]
+        else:
+            expanded = os.path.expanduser(path)
+        return Path(os.path.realpath(os.path.join(cwd, expanded)))
+
+    def resolve_read(self, path: str, cwd: Path) -> Path:
+        real = self.resolve(path, cwd)
+        self._check_hidden(real, "read")
+        return real
+
+    def resolve_write(self, path: str, cwd: Path) -> Path:
+        real = self.resolve(path, cwd)
+        self._check_hidden(real, "write")
+        preset = self.permission.preset
+        if preset is Preset.READ_ONLY:
+            raise Refused(
+                f"Refused: cannot write {self.display(real)}. This bot is read-only (permission preset "
+                f"'read-only'): it may read files but not change them.",
+                real,
+                "read_only",
+            )
+        if preset is Preset.WORKSPACE_WRITE and not any(_within(real, root) for root in self._writable):
+            raise Refused(
+                f"Refused: {self.display(real)} is outside the workspace ({self.workspace}). "
+                f"This bot may write only inside its workspace.",
+                real,
+                "outside_workspace",
+            )
+        return real
+
+    def _check_hidden(self, real: Path, verb: str) -> None:
+        if self.is_credential_path(real):
+            raise Refused(
+                f"Refused: {self.display(real)} is a credential path; tools never {verb} credentials.",
+                real,
+                "credential",
+            )
+        if self.is_denied(real):
+            raise Refused(
+                f"Refused: {self.display(real)} belongs to the app's private data; tools never {verb} it.",
+                real,
+                "denied",
+            )
+
+
+# -- the OS sandbox for shell commands ------------------------------------------------------------------
+
+_BWRAP_BASE: tuple[str, ...] = (
+    *("--die-with-parent", "--ro-bind", "/", "/"),
+    *("--dev", "/dev", "--proc", "/proc"),
+)
+# bwrap's probe result never changes while we run; probing once keeps session start-up cheap.
+_probe_cache: dict[str, tuple[bool, str]] = {}
+
+
+def _probe_bwrap(bwrap: str) -> tuple[bool, str]:
+    """Whether bwrap can start a sandbox here (user namespaces may be disabled), and why not."""
+    if bwrap not in _probe_cache:
+        try:
+            done = subprocess.run(
+                [bwrap, *_BWRAP_BASE, "--tmpfs", "/tmp", "true"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+            error = done.stderr.decode(errors="replace").strip().splitlines()
+            ok = done.returncode == 0
+            _probe_cache[bwrap] = (ok, "" if ok else (error[0] if error else f"exit code {done.returncode}"))
+        except (OSError, subprocess.SubprocessError) as exc:
+            _probe_cache[bwrap] = (False, str(exc))
+    return _probe_cache[bwrap]
+
+
+_NO_SANDBOX_TAIL = (
+    "shell commands run with your user's full rights; file tools still refuse writes outside the workspace."
+)
+_INSTALL_HINT = " Install bubblewrap (apt install bubblewrap) to sandbox them."
+
+
+class ShellSandbox:
+    """Builds the argv for a shell command: inside bubblewrap when available, else plain bash."""
+
+    def __init__(
+        self, permission: Permission, home: Path | None = None, bwrap: str | None = None, reason: str = ""
+    ) -> None:
+        self.permission = permission
+        self.home = _real(home if home is not None else Path.home())
+        self._bwrap = bwrap
+        self.available = bwrap is not None
+        self.description = self._describe(reason)
+
+    @classmethod
+    def detect(cls, permission: Permission, home: Path | None = None) -> ShellSandbox:
+        """Probe for a working bubblewrap (blocks briefly the first time in a process)."""
+        if not sys.platform.startswith("linux"):
+            return cls(permission, home, None, "bubblewrap needs Linux")
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            return cls(permission, home, None, "bubblewrap is not installed")
+        ok, why = _probe_bwrap(bwrap)
+        if not ok:
+            return cls(permission, home, None, f"bubblewrap is installed but cannot run here: {why}")
+        return cls(permission, home, bwrap)
+
+    @property
+    def confines(self) -> bool:
+        """Whether commands actually run confined (the full preset runs them unconfined on purpose)."""
+        return self.available and self.permission.preset is not Preset.FULL
+
+    def _describe(self, reason: str) -> str:
+        preset = self.permission.preset
+        if preset is Preset.FULL:
+            return (
+                "Shell commands run with your user's full rights (permission preset 'full'); "
+                "file tools still refuse credential paths."
+            )
+        if self._bwrap is not None:
+            if preset is Preset.READ_ONLY:
+                return "Shell commands run inside bubblewrap: the whole system is read-only to them."
+            return (
+                "Shell commands run inside bubblewrap: "
+                "the system is read-only, only the workspace is writable."
+            )
+        fix = _INSTALL_HINT if "not installed" in reason else ""
+        return f"No OS sandbox is available ({reason}): {_NO_SANDBOX_TAIL}{fix}"
+
+    def wrap(self, command: str, cwd: Path) -> list[str]:
+        if self._bwrap is None or self.permission.preset is Preset.FULL:
+            return ["bash", "-c", command]
+        return [
+            self._bwrap,
+            *_BWRAP_BASE,
+            *self._mounts(),
+            "--chdir",
+            os.path.realpath(cwd),
+            "--",
+            "bash",
+            "-c",
+            command,
+        ]
+
+    def _mounts(self) -> list[str]:
+        # (depth, order, args): bwrap applies mounts in argv order, so a mount on a deeper path must come
+        # later to win. That keeps a workspace under /tmp or under a denied dir visible, and a credential
+        # dir inside a writable workspace hidden.
+        mounts: list[tuple[int, int, list[str]]] = [(2, 0, ["--tmpfs", "/tmp"])]
+        writable = self.permission.preset is Preset.WORKSPACE_WRITE
+        roots = [self.permission.workspace, *(self.permission.extra_writable if writable else ())]
+        for root in roots:
+            real = os.path.realpath(root)
+            if os.path.isdir(real):
+                flag = "--bind" if writable else "--ro-bind"
+                mounts.append((_depth(real), 0, [flag, real, real]))
+        hidden = [self.home / rel for rel in (*CREDENTIAL_DIRS, *CREDENTIAL_FILES)]
+        for path in (*hidden, *self.permission.denied):
+            real = os.path.realpath(path)
+            if os.path.isdir(real):
+                mounts.append((_depth(real), 1, ["--tmpfs", real]))
+            elif os.path.exists(real):
+                mounts.append((_depth(real), 1, ["--ro-bind", "/dev/null", real]))
+        mounts.sort(key=lambda m: (m[0], m[1]))
+        return [arg for _, _, args in mounts for arg in args]
+
+
+def _depth(path: str) -> int:
+    return len(Path(path).parts)
