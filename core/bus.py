@@ -35,7 +35,9 @@ class EventBus:
                 # One broken listener must not stop the others or the publisher.
                 log.exception("event listener failed for %r", event)
 
-    def queue(self, accept: Callable[[Any], bool] = lambda _e: True) -> tuple[asyncio.Queue[Any], Callable[[], None]]:
+    def queue(
+        self, accept: Callable[[Any], bool] = lambda _e: True
+    ) -> tuple[asyncio.Queue[Any], Callable[[], None]]:
         """An asyncio queue fed with the events `accept` lets through; returns (queue, unsubscribe)."""
         q: asyncio.Queue[Any] = asyncio.Queue()
 

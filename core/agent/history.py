@@ -88,7 +88,7 @@ class HistoryStore:
         return messages
 
     async def exists(self, session_id: str) -> bool:
-        return bool(await self._run(lambda: (self._dir(session_id) / "history.jsonl").exists()))
+        return bool(await self._run((self._dir(session_id) / "history.jsonl").exists))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

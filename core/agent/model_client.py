@@ -48,7 +48,7 @@ def is_transient(exc: BaseException) -> bool:
     ):
         return True
     if isinstance(exc, pai_errors.ModelHTTPError):
-        return exc.status_code == 408 or exc.status_code == 429 or exc.status_code >= 500
+        return exc.status_code in {408, 429} or exc.status_code >= 500
     return isinstance(exc, httpx.TransportError | httpx2.TransportError)
 
 
@@ -59,10 +59,7 @@ def explain(exc: BaseException, config: ModelConfig, attempts: int) -> str:
     if isinstance(exc, pai_errors.ModelAuthenticationError) or (
         isinstance(exc, pai_errors.ModelHTTPError) and exc.status_code in (401, 403)
     ):
-        return (
-            f"The model server at {where} rejected the API key. "
-            "Enter a valid key in the bot's settings."
-        )
+        return f"The model server at {where} rejected the API key. Enter a valid key in the bot's settings."
     if isinstance(exc, pai_errors.ModelNotFoundError) or (
         isinstance(exc, pai_errors.ModelHTTPError) and exc.status_code == 404
     ):
@@ -130,7 +127,13 @@ class ModelClient:
                     retry_after = getattr(exc, "retry_after", None)
                     if isinstance(retry_after, int | float) and 0 < retry_after <= 120:
                         delay = max(delay, float(retry_after))
-                    log.info("model request to %s failed (%s); retry %d in %.1fs", self.config.base_url, exc, attempt, delay)
+                    log.info(
+                        "model request to %s failed (%s); retry %d in %.1fs",
+                        self.config.base_url,
+                        exc,
+                        attempt,
+                        delay,
+                    )
                     if on_retry:
                         on_retry(attempt, delay, explain(exc, self.config, attempt))
                     await clock.sleep(delay)

@@ -8,7 +8,7 @@ from urllib.parse import urlparse
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
-    """An OpenAI-compatible Chat Completions endpoint (DeepSeek, OpenAI, OpenRouter, Qwen, Ollama, vLLM, ...)."""
+    """An OpenAI-compatible Chat Completions endpoint (DeepSeek, OpenAI, OpenRouter, Qwen, Ollama, vLLM)."""
 
     base_url: str
     model: str
@@ -22,10 +22,15 @@ class ModelConfig:
     def problem(self) -> str | None:
         """What is wrong with this configuration, in words a user can act on; None when it looks usable."""
         if not self.base_url:
-            return "No model endpoint is set. Open the bot's settings and enter a base URL (e.g. https://api.deepseek.com/v1)."
+            return (
+                "No model endpoint is set. Open the bot's settings and enter a base URL "
+                "(e.g. https://api.deepseek.com/v1)."
+            )
         parsed = urlparse(self.base_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            return f"The model base URL {self.base_url!r} is not an http(s) URL. Fix it in the bot's settings."
+            return (
+                f"The model base URL {self.base_url!r} is not an http(s) URL. Fix it in the bot's settings."
+            )
         if not self.model:
             return "No model name is set. Open the bot's settings and enter a model (e.g. deepseek-chat)."
         return None
@@ -41,3 +46,6 @@ class RetryPolicy:
     @property
     def attempts(self) -> int:
         return len(self.delays_s) + 1
+
+
+DEFAULT_RETRY = RetryPolicy()

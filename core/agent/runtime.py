@@ -1,4 +1,6 @@
-"""The agent runtime (DSH's role in P3): owns sessions, their history on disk, tools, jobs and one event stream.
+"""The agent runtime (DSH's role in P3).
+
+It owns sessions, their history on disk, tools, jobs and one event stream.
 
 Importing this module imports pydantic-ai (about 0.8 s): the desktop app does it after the window shows.
 """
@@ -133,8 +135,8 @@ class AgentRuntime:
         """A background job ended: wake its session with a notice in a new turn (P3 A.4)."""
         session = self._sessions.get(job.session_id)
         if session is not None:
-            # Idle: a new turn. Mid-turn: the notice lands at the next step, which is sooner.
-            session.steer(job.notice(), input_id=f"job:{job.id}")
+            # Always its own turn (queued behind a running one), so the reply to it stands on its own.
+            session.prompt(job.notice(), input_id=f"job:{job.id}")
 
     # ---- shutdown -----------------------------------------------------------------------------------
 

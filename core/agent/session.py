@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import secrets
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import ValidationError
@@ -55,12 +55,26 @@ class _Input:
     text: str
 
 
+@dataclass(slots=True)
+class _TurnState:
+    """What a turn has in flight, so a stop can leave the history valid."""
+
+    turn_id: str
+    step: int = 0
+    in_flight: ModelRequest | None = None
+    partial_text: list[str] = field(default_factory=list)
+    pending_calls: list[ToolCallPart] = field(default_factory=list)
+    returns: list[ModelRequestPart] = field(default_factory=list)
+
+
 def _format_validation_error(tool: str, exc: ValidationError) -> str:
     problems = []
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"]) or "(arguments)"
         problems.append(f"{field}: {err['msg']}")
-    return f"Error: invalid arguments for {tool}: " + "; ".join(problems) + ". Fix them and call the tool again."
+    return (
+        f"Error: invalid arguments for {tool}: " + "; ".join(problems) + ". Fix them and call the tool again."
+    )
 
 
 def _dangling_calls(history: list[ModelMessage]) -> list[ToolCallPart]:
@@ -132,8 +146,11 @@ class AgentSession:
         turn = self._turn
         if turn is not None and not turn.done():
             turn.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await asyncio.shield(turn)
+            except asyncio.CancelledError:
+                if not turn.done():
+                    raise  # our caller was cancelled, not just the turn
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self._idle.wait(), timeout)
@@ -172,7 +189,9 @@ class AgentSession:
         if self._driver is None or self._driver.done():
             self._idle.clear()
             self._emit(ev.StatusChanged(self.session_id, "running"))
-            self._driver = asyncio.get_running_loop().create_task(self._drive(), name=f"session:{self.session_id}")
+            self._driver = asyncio.get_running_loop().create_task(
+                self._drive(), name=f"session:{self.session_id}"
+            )
 
     async def _drive(self) -> None:
         try:
@@ -207,86 +226,85 @@ class AgentSession:
         )
 
     async def _run_turn(self, first: _Input) -> None:
-        turn_id = f"u_{secrets.token_hex(6)}"
-        self._emit(ev.TurnStarted(self.session_id, turn_id))
+        turn = _TurnState(turn_id=f"u_{secrets.token_hex(6)}")
+        self._emit(ev.TurnStarted(self.session_id, turn.turn_id))
         inputs = [first, *self._drain_steers()]
         parts: list[ModelRequestPart] = [*self._carry, *(UserPromptPart(i.text) for i in inputs)]
         self._carry = []
         outcome: ev.TurnOutcome = "done"
         error = ""
-        step = 0
-        in_flight: ModelRequest | None = None
-        partial_text: list[str] = []
-        pending_calls: list[ToolCallPart] = []
-        returns: list[ModelRequestPart] = []
         try:
             while True:
-                step += 1
-                request = ModelRequest(
-                    parts=parts,
-                    instructions=system_prompt(self.spec, self._runtime.clock.now(), self._runtime.sandbox_note(self.spec)),
-                    metadata={"input_ids": [i.input_id for i in inputs]} if inputs else None,
-                )
-                for item in inputs:
-                    self._taken.add(item.input_id)
-                    self._emit(ev.InputTaken(self.session_id, turn_id, item.input_id, item.text))
-                in_flight = request
-                partial_text = []
-                response = await self._ask_model(turn_id, step, request, partial_text)
-                in_flight = None
-                self.history += [request, response]
-                await self._runtime.history.append(self.session_id, [request, response])
-                calls = response.tool_calls
-                if not calls:
-                    steers = self._drain_steers()
-                    if not steers:
-                        break
-                    # A steer that arrived while the final answer streamed gets one more model request.
-                    inputs = steers
-                    parts = [UserPromptPart(i.text) for i in steers]
+                response = await self._step(turn, parts, inputs)
+                if response.tool_calls:
+                    await self._run_tools(turn, response.tool_calls)
+                    inputs = self._drain_steers()
+                    parts = [*turn.returns, *(UserPromptPart(i.text) for i in inputs)]
                     continue
-                pending_calls = list(calls)
-                returns = []
-                while pending_calls:
-                    returns.append(await self._run_tool(turn_id, pending_calls[0]))
-                    pending_calls.pop(0)
+                # A steer that arrived while the final answer streamed gets one more model request.
                 inputs = self._drain_steers()
-                parts = [*returns, *(UserPromptPart(i.text) for i in inputs)]
+                if not inputs:
+                    break
+                parts = [UserPromptPart(i.text) for i in inputs]
         except asyncio.CancelledError:
             outcome = "cancelled"
-            await self._keep_what_was_said(in_flight, partial_text, returns, pending_calls)
+            await self._keep_what_was_said(turn, keep_partial=True)
             raise
         except ModelCallError as exc:
             outcome, error = "error", str(exc)
-            await self._keep_what_was_said(in_flight, [], returns, pending_calls)
+            await self._keep_what_was_said(turn, keep_partial=False)
         except Exception as exc:
-            log.exception("turn %s of %s failed", turn_id, self.session_id)
+            log.exception("turn %s of %s failed", turn.turn_id, self.session_id)
             outcome, error = "error", f"Internal error: {exc}"
-            await self._keep_what_was_said(in_flight, [], returns, pending_calls)
+            await self._keep_what_was_said(turn, keep_partial=False)
         finally:
-            self._emit(ev.TurnEnded(self.session_id, turn_id, outcome, error))
+            self._emit(ev.TurnEnded(self.session_id, turn.turn_id, outcome, error))
 
-    async def _keep_what_was_said(
-        self,
-        in_flight: ModelRequest | None,
-        partial_text: list[str],
-        returns: list[ModelRequestPart],
-        pending_calls: list[ToolCallPart],
-    ) -> None:
+    async def _step(
+        self, turn: _TurnState, parts: list[ModelRequestPart], inputs: list[_Input]
+    ) -> ModelResponse:
+        """One model request: hand over the inputs, stream the answer, and persist the step."""
+        turn.step += 1
+        request = ModelRequest(
+            parts=parts,
+            instructions=system_prompt(
+                self.spec, self._runtime.clock.now(), self._runtime.sandbox_note(self.spec)
+            ),
+            metadata={"input_ids": [i.input_id for i in inputs]} if inputs else None,
+        )
+        for item in inputs:
+            self._taken.add(item.input_id)
+            self._emit(ev.InputTaken(self.session_id, turn.turn_id, item.input_id, item.text))
+        turn.in_flight = request
+        turn.partial_text = []
+        response = await self._ask_model(turn.turn_id, turn.step, request, turn.partial_text)
+        turn.in_flight = None
+        self.history += [request, response]
+        await self._runtime.history.append(self.session_id, [request, response])
+        return response
+
+    async def _run_tools(self, turn: _TurnState, calls: list[ToolCallPart]) -> None:
+        turn.pending_calls = list(calls)
+        turn.returns = []
+        while turn.pending_calls:
+            turn.returns.append(await self._run_tool(turn.turn_id, turn.pending_calls[0]))
+            turn.pending_calls.pop(0)
+
+    async def _keep_what_was_said(self, turn: _TurnState, *, keep_partial: bool) -> None:
         """Keep history valid and honest after a stop: the input stays (it was taken), partial text stays,
         and tool calls that did not finish are answered as interrupted at the start of the next turn."""
         added: list[ModelMessage] = []
-        if in_flight is not None:
-            added.append(in_flight)
-            text = "".join(partial_text)
+        if turn.in_flight is not None:
+            added.append(turn.in_flight)
+            text = "".join(turn.partial_text) if keep_partial else ""
             if text:
                 added.append(ModelResponse(parts=[TextPart(text)]))
         else:
             self._carry = [
-                *returns,
+                *turn.returns,
                 *(
                     ToolReturnPart(tool_name=c.tool_name, content=INTERRUPTED, tool_call_id=c.tool_call_id)
-                    for c in pending_calls
+                    for c in turn.pending_calls
                 ),
             ]
         if added:
@@ -307,7 +325,11 @@ class AgentSession:
             log.info("%s: retry %d in %.0fs: %s", self.session_id, attempt, delay, why)
 
         async with client.stream(
-            [*self.history, request], self._request_params(), clock=clock, retry=self.spec.retry, on_retry=on_retry
+            [*self.history, request],
+            self._request_params(),
+            clock=clock,
+            retry=self.spec.retry,
+            on_retry=on_retry,
         ) as stream:
             async for event in stream:
                 delta = ""
@@ -336,24 +358,40 @@ class AgentSession:
 
     async def _run_tool(self, turn_id: str, call: ToolCallPart) -> ToolReturnPart:
         clock = self._runtime.clock
-        self._emit(ev.ToolCall(self.session_id, turn_id, call.tool_call_id, call.tool_name, call.args_as_json_str()))
+        self._emit(
+            ev.ToolCall(self.session_id, turn_id, call.tool_call_id, call.tool_name, call.args_as_json_str())
+        )
         started = clock.monotonic()
         ok, output = await self._execute(call)
         if len(output) > _MAX_TOOL_OUTPUT:
-            output = output[:_MAX_TOOL_OUTPUT] + f"\n[... {len(output) - _MAX_TOOL_OUTPUT} more characters cut]"
+            output = (
+                output[:_MAX_TOOL_OUTPUT] + f"\n[... {len(output) - _MAX_TOOL_OUTPUT} more characters cut]"
+            )
         self._emit(
-            ev.ToolResult(self.session_id, turn_id, call.tool_call_id, call.tool_name, ok, output, clock.monotonic() - started)
+            ev.ToolResult(
+                self.session_id,
+                turn_id,
+                call.tool_call_id,
+                call.tool_name,
+                ok,
+                output,
+                clock.monotonic() - started,
+            )
         )
         return ToolReturnPart(tool_name=call.tool_name, content=output, tool_call_id=call.tool_call_id)
 
     async def _execute(self, call: ToolCallPart) -> tuple[bool, str]:
         tool = self._tools.get(call.tool_name)
         if tool is None:
-            return False, f"Error: there is no tool named {call.tool_name!r}. Available tools: {', '.join(self._tools)}."
+            available = ", ".join(self._tools)
+            return False, f"Error: there is no tool named {call.tool_name!r}. Available tools: {available}."
         try:
             raw = call.args_as_dict(raise_if_invalid=True)
         except (ValueError, AssertionError):
-            return False, f"Error: the arguments for {tool.name} are not a valid JSON object. Send a JSON object."
+            return (
+                False,
+                f"Error: the arguments for {tool.name} are not a valid JSON object. Send a JSON object.",
+            )
         try:
             args = tool.args_model.model_validate(raw)
         except ValidationError as exc:
@@ -370,4 +408,3 @@ class AgentSession:
 
     def _tool_context(self) -> ToolContext:
         return self._runtime.tool_context(self.spec)
-

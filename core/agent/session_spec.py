@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.agent.model_config import ModelConfig, RetryPolicy
+from core.agent.model_config import DEFAULT_RETRY, ModelConfig, RetryPolicy
 from core.agent.tool_api import SessionKind, ToolSpec
 
 if TYPE_CHECKING:
@@ -25,4 +25,4 @@ class SessionSpec:
     # None means every tool this session kind may have; otherwise the names the model is offered.
     allowed_tools: frozenset[str] | None = None
     extra_tools: tuple[ToolSpec, ...] = ()
-    retry: RetryPolicy = RetryPolicy()
+    retry: RetryPolicy = DEFAULT_RETRY

@@ -1,0 +1,119 @@
+"""Activity steps (处理过程, P3 §6) built from agent events.
+
+One step per model response, tool call and job."""
+
+from __future__ import annotations
+
+import json
+
+from core.agent import events as ev
+from core.chat.views import ActivityStep
+
+MAX_STEPS = 120
+_DETAIL = 2000
+
+
+def _clip(text: str, limit: int = _DETAIL) -> str:
+    return text if len(text) <= limit else text[:limit] + f" … (+{len(text) - limit} chars)"
+
+
+def _tool_title(name: str, args_json: str) -> str:
+    try:
+        args = json.loads(args_json) if args_json else {}
+    except ValueError:
+        args = {}
+    if isinstance(args, dict):
+        for key in ("command", "path", "url", "pattern", "action"):
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                return f"{name}: {_clip(value.splitlines()[0] if value.splitlines() else value, 120)}"
+    return name
+
+
+class ActivityLog:
+    """The steps of one turn or run, capped at MAX_STEPS (the newest kept) with a count of dropped ones."""
+
+    def __init__(self) -> None:
+        self._steps: list[ActivityStep] = []
+        self._tool_index: dict[str, int] = {}
+        self.dropped = 0
+
+    def feed(self, event: ev.AgentEvent) -> bool:
+        """Take one event; returns whether the steps changed."""
+        if isinstance(event, ev.AssistantMessage):
+            detail = _clip(event.text, 400)
+            self._add(
+                ActivityStep(
+                    kind="model",
+                    title=event.model,
+                    detail=detail,
+                    duration_ms=round(event.duration_s * 1000),
+                    tokens_in=event.usage.input_tokens,
+                    tokens_out=event.usage.output_tokens,
+                )
+            )
+            return True
+        if isinstance(event, ev.ToolCall):
+            self._tool_index[event.call_id] = self._add(
+                ActivityStep(kind="tool", title=_tool_title(event.name, event.args), detail="")
+            )
+            return True
+        if isinstance(event, ev.ToolResult):
+            index = self._tool_index.pop(event.call_id, None)
+            step = ActivityStep(
+                kind="tool",
+                title=event.name,
+                detail=_clip(event.output),
+                ok=event.ok,
+                duration_ms=round(event.duration_s * 1000),
+            )
+            if index is not None and 0 <= index - self.dropped < len(self._steps):
+                pos = index - self.dropped
+                step = ActivityStep(
+                    kind="tool",
+                    title=self._steps[pos].title,
+                    detail=step.detail,
+                    ok=step.ok,
+                    duration_ms=step.duration_ms,
+                )
+                self._steps[pos] = step
+            else:
+                self._add(step)
+            return True
+        if isinstance(event, ev.JobStarted):
+            self._add(ActivityStep(kind="job", title=f"job {event.job_id}: {_clip(event.command, 120)}"))
+            return True
+        if isinstance(event, ev.JobEnded):
+            self._add(
+                ActivityStep(
+                    kind="job",
+                    title=f"job {event.job_id} {event.status}",
+                    detail=f"exit code {event.exit_code}" if event.exit_code is not None else "",
+                    ok=event.status == "completed",
+                )
+            )
+            return True
+        return False
+
+    def note(self, title: str, detail: str = "", ok: bool = True) -> None:
+        self._add(ActivityStep(kind="note", title=title, detail=detail, ok=ok))
+
+    def _add(self, step: ActivityStep) -> int:
+        """Append; returns the step's absolute index (counting dropped steps)."""
+        self._steps.append(step)
+        if len(self._steps) > MAX_STEPS:
+            del self._steps[0]
+            self.dropped += 1
+        return self.dropped + len(self._steps) - 1
+
+    @property
+    def steps(self) -> tuple[ActivityStep, ...]:
+        return tuple(self._steps)
+
+    def to_json(self) -> list[dict[str, object]]:
+        steps = [s.to_json() for s in self._steps]
+        if self.dropped:
+            steps.insert(
+                0, ActivityStep(kind="note", title=f"{self.dropped} earlier steps not kept").to_json()
+            )
+        return steps

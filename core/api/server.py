@@ -1,0 +1,216 @@
+"""The local HTTP API (DESIGN.md "Interfaces"): loopback only, bearer token, JSON errors.
+
+Used by `errand serve`, scripts and tests. Bad input never changes state: every handler validates fully
+before it calls a command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from core.api.validation import json_object, optional_str, required_str
+from core.api.views import conversation_json, live_json, message_json
+from core.errors import ConflictError, ErrandError, InvalidInputError, NotFoundError, UnavailableError
+from core.events import MessagesChanged
+from core.host import Host
+from core.version import __version__
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def error_response(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+def _host_name(header: str) -> str:
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[: header.find("]") + 1] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _int_query(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInputError(name, f"must be a whole number, not {raw!r}") from None
+    if not low <= value <= high:
+        raise InvalidInputError(name, f"must be between {low} and {high}")
+    return value
+
+
+def _status_for(exc: ErrandError) -> int:
+    if isinstance(exc, InvalidInputError):
+        return 400
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, ConflictError):
+        return 409
+    if isinstance(exc, UnavailableError):
+        return 503
+    return 400
+
+
+class ApiServer:
+    def __init__(self, host: Host, *, token: str, port: int = 0) -> None:
+        self._host = host
+        self.token = token
+        self._port = port
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._errors, self._loopback_only, self._authenticated])
+        r = app.router
+        r.add_get("/api/health", self.health)
+        r.add_get("/api/bots", self.list_bots)
+        r.add_post("/api/bots", self.create_bot)
+        r.add_get("/api/conversations", self.list_conversations)
+        r.add_post("/api/conversations", self.create_conversation)
+        r.add_get("/api/conversations/{id}/messages", self.list_messages)
+        r.add_post("/api/conversations/{id}/messages", self.post_message)
+        return app
+
+    async def start(self) -> str:
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
+        await site.start()
+        server = site._server
+        assert server is not None and server.sockets  # type: ignore[attr-defined]
+        port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # ---- middleware ---------------------------------------------------------------------------------
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ErrandError as exc:
+            return error_response(_status_for(exc), exc.code, exc.message)
+        except web.HTTPException as exc:
+            if exc.status == 404:
+                return error_response(404, "not_found", f"No route {request.method} {request.path}.")
+            if exc.status == 405:
+                return error_response(
+                    405, "method_not_allowed", f"{request.method} is not allowed on {request.path}."
+                )
+            return error_response(exc.status, "http_error", exc.reason)
+        except Exception:
+            log.exception("API handler failed: %s %s", request.method, request.path)
+            return error_response(
+                500, "internal", "Internal error; see the log in the data dir's logs folder."
+            )
+
+    @web.middleware
+    async def _loopback_only(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        # Refusing non-loopback Host headers defeats DNS-rebinding pages that reach 127.0.0.1 from a browser.
+        if _host_name(request.headers.get("Host", "")) not in LOOPBACK_NAMES:
+            return error_response(
+                403, "forbidden_host", "Only loopback Host headers (127.0.0.1, localhost) are accepted."
+            )
+        return await handler(request)
+
+    @web.middleware
+    async def _authenticated(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self.token.encode()):
+            return error_response(
+                401,
+                "unauthorized",
+                "Missing or wrong token. Send 'Authorization: Bearer <token>' from api.json.",
+            )
+        return await handler(request)
+
+    # ---- routes -------------------------------------------------------------------------------------
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {"status": "ok" if self._host.started.is_set() else "starting", "version": __version__}
+        )
+
+    async def list_bots(self, request: web.Request) -> web.Response:
+        return web.json_response({"bots": [b.to_json() for b in await self._host.bots.list()]})
+
+    async def create_bot(self, request: web.Request) -> web.Response:
+        body = await json_object(request)
+        name = required_str(body, "name")
+        api_key = optional_str(body, "apiKey") or None
+        bot = await self._host.bots.create(
+            name,
+            base_url=optional_str(body, "baseUrl"),
+            model=optional_str(body, "model"),
+            api_key=api_key,
+            preset=optional_str(body, "preset", "workspace-write"),
+        )
+        return web.json_response(bot.to_json(), status=201)
+
+    async def list_conversations(self, request: web.Request) -> web.Response:
+        bot = request.query.get("bot")
+        if bot:
+            await self._host.bots.get(bot)
+        items = [c for c in await self._host.chat.list_conversations() if not bot or c.bot_id == bot]
+        return web.json_response({"conversations": [conversation_json(c) for c in items]})
+
+    async def create_conversation(self, request: web.Request) -> web.Response:
+        body: dict[str, Any] = await json_object(request) if await request.read() else {}
+        bot_id = optional_str(body, "botId") or None
+        title = optional_str(body, "title")
+        conversation = await self._host.chat.create_conversation(bot_id, title)
+        return web.json_response(conversation_json(conversation), status=201)
+
+    async def list_messages(self, request: web.Request) -> web.Response:
+        """`?after=<message id>&wait=<seconds>` long-polls: it answers as soon as a newer message is stored
+        (or after `wait` seconds), so a script can wait for a reply without hammering the API."""
+        conversation_id = request.match_info["id"]
+        after = _int_query(request, "after", default=0, low=0, high=2**62)
+        wait = _int_query(request, "wait", default=0, low=0, high=60)
+        messages = await self._host.chat.list_messages(conversation_id)
+        if wait and not any(m.id > after for m in messages):
+            changed, unsubscribe = self._host.bus.queue(
+                lambda e: isinstance(e, MessagesChanged) and e.conversation_id == conversation_id
+            )
+            try:
+                async with asyncio.timeout(wait):
+                    while not any(m.id > after for m in messages):
+                        await changed.get()
+                        messages = await self._host.chat.list_messages(conversation_id)
+            except TimeoutError:
+                pass
+            finally:
+                unsubscribe()
+        if after:
+            messages = [m for m in messages if m.id > after]
+        return web.json_response(
+            {
+                "messages": [message_json(m) for m in messages],
+                "live": live_json(self._host.chat.live_reply(conversation_id)),
+            }
+        )
+
+    async def post_message(self, request: web.Request) -> web.Response:
+        conversation_id = request.match_info["id"]
+        body = await json_object(request)
+        text = required_str(body, "text")
+        message = await self._host.chat.say(conversation_id, text)
+        return web.json_response({"message": message_json(message)}, status=202)

@@ -1,0 +1,28 @@
+"""Where API keys live. The app provides the OS keyring (or an explicit, opt-in fallback); core only sees
+this protocol, so a key never passes through the database, a log or an export."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class SecretStoreUnavailableError(Exception):
+    """No secret backend works here; the message says what the user can do."""
+
+
+class SecretStore(Protocol):
+    @property
+    def available(self) -> bool: ...
+
+    @property
+    def description(self) -> str:
+        """Where secrets are kept, or why they cannot be, in words for the user."""
+        ...
+
+    async def get(self, name: str) -> str | None: ...
+
+    async def set(self, name: str, value: str) -> None:
+        """Raises SecretStoreUnavailableError when no backend works."""
+        ...
+
+    async def delete(self, name: str) -> None: ...

@@ -1,0 +1,391 @@
+"""Chat: conversations, messages and the human lane (P3 §3).
+
+Each conversation has one agent session, `chat-<conversation>`, whose own input queue makes the
+conversation serial; conversations run in parallel. Replies are built from the runtime's event stream, so a
+turn that nobody asked for (a background job waking the session) is stored as a reply too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from core.activity import ActivityLog
+from core.agent import events as ev
+from core.agent.model_config import RetryPolicy
+from core.agent.session_spec import SessionSpec
+from core.bots.service import BotService
+from core.bus import EventBus
+from core.chat.views import ActivityStep, ConversationView, LiveReply, MessageState, MessageView
+from core.clock import Clock
+from core.errors import InvalidInputError, NotFoundError
+from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
+from core.ids import chat_session_id, new_id
+from core.store import conversations as conv_rows
+from core.store import messages as msg_rows
+from core.store.conversations import ConversationRecord
+from core.store.database import Database
+from core.store.messages import MessageRecord
+
+if TYPE_CHECKING:
+    from core.agent.runtime import AgentRuntime
+    from core.agent.session import AgentSession
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT = 100_000
+TITLE_LENGTH = 40
+RESTART_NOTICE = "Errand stopped while answering this message. Send it again if you still need an answer."
+_PREFIX = "chat-"
+
+
+def _input_id(message_id: int) -> str:
+    return f"m{message_id}"
+
+
+def _message_id(input_id: str) -> int | None:
+    if input_id.startswith("m") and input_id[1:].isdigit():
+        return int(input_id[1:])
+    return None
+
+
+def message_view(record: MessageRecord) -> MessageView:
+    return MessageView(
+        id=record.id,
+        conversation_id=record.conversation_id,
+        role=record.role,
+        text=record.text,
+        state=record.state,
+        created_at=record.created_at,
+        model=record.model,
+        tokens_in=record.tokens_in,
+        tokens_out=record.tokens_out,
+        duration_ms=record.duration_ms,
+        steps=tuple(ActivityStep.from_json(s) for s in record.activity),
+    )
+
+
+@dataclass
+class _LiveTurn:
+    conversation_id: str
+    turn_id: str
+    started_mono: float
+    started_wall: float
+    activity: ActivityLog = field(default_factory=ActivityLog)
+    texts: list[str] = field(default_factory=list)  # one entry per model step
+    input_ids: list[str] = field(default_factory=list)
+    model: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(t for t in self.texts if t)
+
+
+class ChatService:
+    """Implements `core.chat.facade.ChatFacade`."""
+
+    def __init__(
+        self, db: Database, bus: EventBus, clock: Clock, bots: BotService, *, retry: RetryPolicy | None = None
+    ) -> None:
+        self._retry = retry or RetryPolicy()
+        self._db = db
+        self._bus = bus
+        self._clock = clock
+        self._bots = bots
+        self._runtime: AgentRuntime | None = None
+        self._live: dict[str, _LiveTurn] = {}
+        self._writes: asyncio.Queue[Callable[[], Awaitable[None]] | None] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------------------
+
+    async def start(self, runtime: AgentRuntime) -> None:
+        self._runtime = runtime
+        self._unsubscribe = runtime.subscribe(self._on_agent_event)
+        self._writer = asyncio.get_running_loop().create_task(self._write_loop(), name="chat-writer")
+        await self._recover()
+
+    async def stop(self) -> None:
+        if self._unsubscribe:
+            self._unsubscribe()
+        if self._writer is not None:
+            self._writes.put_nowait(None)
+            await self._writer
+
+    async def drain(self) -> None:
+        """Wait until every pending write is stored (tests and shutdown)."""
+        done = asyncio.Event()
+
+        async def mark() -> None:
+            done.set()
+
+        self._writes.put_nowait(mark)
+        await done.wait()
+
+    async def _write_loop(self) -> None:
+        while True:
+            job = await self._writes.get()
+            if job is None:
+                return
+            try:
+                await job()
+            except Exception:
+                log.exception("chat write failed")
+
+    # ---- reads --------------------------------------------------------------------------------------
+
+    async def list_conversations(self) -> list[ConversationView]:
+        def read(s: Session) -> list[tuple[ConversationRecord, MessageRecord | None]]:
+            return [(c, msg_rows.last_message(s, c.id)) for c in conv_rows.list_conversations(s)]
+
+        rows = await self._db.read(read)
+        names = {b.id: b.name for b in await self._bots.list()}
+        return [
+            ConversationView(
+                id=c.id,
+                bot_id=c.bot_id,
+                bot_name=names.get(c.bot_id, ""),
+                title=c.title,
+                updated_at=c.updated_at,
+                last_line=(last.text.strip().splitlines() or [""])[0][:120] if last else "",
+                busy=self._is_busy(c.id),
+            )
+            for c, last in rows
+        ]
+
+    async def get_conversation(self, conversation_id: str) -> ConversationView:
+        for view in await self.list_conversations():
+            if view.id == conversation_id:
+                return view
+        raise NotFoundError("conversation", conversation_id)
+
+    async def list_messages(self, conversation_id: str) -> list[MessageView]:
+        await self._conversation(conversation_id)
+        records = await self._db.read(lambda s: msg_rows.list_messages(s, conversation_id))
+        return [message_view(r) for r in records]
+
+    def live_reply(self, conversation_id: str) -> LiveReply | None:
+        live = self._live.get(conversation_id)
+        if live is None:
+            return None
+        return LiveReply(conversation_id, live.turn_id, live.text, live.activity.steps, live.started_wall)
+
+    def _is_busy(self, conversation_id: str) -> bool:
+        session = self._runtime.get(chat_session_id(conversation_id)) if self._runtime else None
+        return conversation_id in self._live or (session is not None and session.status == "running")
+
+    async def _conversation(self, conversation_id: str) -> ConversationRecord:
+        record = await self._db.read(lambda s: conv_rows.get_conversation(s, conversation_id))
+        if record is None:
+            raise NotFoundError("conversation", conversation_id)
+        return record
+
+    # ---- commands -----------------------------------------------------------------------------------
+
+    async def create_conversation(self, bot_id: str | None = None, title: str = "") -> ConversationView:
+        bot = await self._bots.get(bot_id) if bot_id else await self._bots.ensure_default()
+        title = title.strip()
+        if len(title) > 200:
+            raise InvalidInputError("title", "must be at most 200 characters")
+        conversation_id = new_id("c")
+        now = self._clock.time()
+        await self._db.write(
+            lambda s: conv_rows.insert_conversation(
+                s, id=conversation_id, bot_id=bot.id, title=title, now=now
+            )
+        )
+        self._bus.publish(ConversationsChanged())
+        return await self.get_conversation(conversation_id)
+
+    async def say(self, conversation_id: str, text: str) -> MessageView:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("text", "must be a non-empty string")
+        if len(text) > MAX_TEXT:
+            raise InvalidInputError("text", f"must be at most {MAX_TEXT} characters")
+        conversation = await self._conversation(conversation_id)
+        now = self._clock.time()
+
+        def store(s: Session) -> MessageRecord:
+            record = msg_rows.insert_message(
+                s, conversation_id=conversation_id, role="user", text=text, state="queued", now=now
+            )
+            msg_rows.set_input_id(s, record.id, _input_id(record.id))
+            if not conversation.title:
+                conv_rows.rename_conversation(
+                    s, conversation_id, text.strip().splitlines()[0][:TITLE_LENGTH], now
+                )
+            conv_rows.touch_conversation(s, conversation_id, now)
+            found = msg_rows.get_message(s, record.id)
+            assert found is not None
+            return found
+
+        record = await self._db.write(store)
+        self._bus.publish(MessagesChanged(conversation_id))
+        self._bus.publish(ConversationsChanged())
+        session = await self._session(conversation)
+        session.prompt(text, record.input_id)
+        return message_view(record)
+
+    async def cancel_reply(self, conversation_id: str) -> None:
+        await self._conversation(conversation_id)
+        session = self._runtime.get(chat_session_id(conversation_id)) if self._runtime else None
+        if session is not None:
+            await session.cancel()
+
+    async def _session(self, conversation: ConversationRecord) -> AgentSession:
+        runtime = self._require_runtime()
+        model = await self._bots.model_config(conversation.bot_id)
+        session = runtime.get(chat_session_id(conversation.id))
+        if session is not None:
+            session.set_model(model)
+            return session
+        spec = SessionSpec(
+            session_id=chat_session_id(conversation.id),
+            kind="chat",
+            bot_id=conversation.bot_id,
+            cwd=self._bots.workspace_of(conversation.bot_id),
+            model=model,
+            permission=await self._bots.permission(conversation.bot_id),
+            retry=self._retry,
+        )
+        return await runtime.open_session(spec)
+
+    def _require_runtime(self) -> AgentRuntime:
+        if self._runtime is None:
+            raise RuntimeError("the agent runtime has not started yet")
+        return self._runtime
+
+    async def _recover(self) -> None:
+        """After a restart: inputs never taken are handed over again; a taken one whose turn was cut short
+        gets a notice instead of a silent gap (re-running it could repeat side effects)."""
+        pending = await self._db.read(msg_rows.unanswered_user_messages)
+        for record in pending:
+            conversation = await self._conversation(record.conversation_id)
+            session = await self._session(conversation)
+            if session.has_taken(record.input_id):
+                now = self._clock.time()
+
+                def notice(s: Session, record: MessageRecord = record, now: float = now) -> None:
+                    msg_rows.insert_message(
+                        s,
+                        conversation_id=record.conversation_id,
+                        role="notice",
+                        text=RESTART_NOTICE,
+                        state="done",
+                        now=now,
+                    )
+                    msg_rows.set_message_state(s, record.id, "answered")
+
+                await self._db.write(notice)
+                self._bus.publish(MessagesChanged(record.conversation_id))
+            else:
+                session.prompt(record.text, record.input_id)
+
+    # ---- building replies from agent events ---------------------------------------------------------
+
+    def _on_agent_event(self, event: ev.AgentEvent) -> None:
+        session_id = event.session_id
+        if not session_id.startswith(_PREFIX):
+            return
+        conversation_id = session_id[len(_PREFIX) :]
+        if isinstance(event, ev.TurnStarted):
+            self._live[conversation_id] = _LiveTurn(
+                conversation_id, event.turn_id, self._clock.monotonic(), self._clock.time()
+            )
+            self._bus.publish(LiveReplyChanged(conversation_id))
+            self._bus.publish(ConversationsChanged())
+            return
+        live = self._live.get(conversation_id)
+        if live is None:
+            return
+        if isinstance(event, ev.InputTaken):
+            live.input_ids.append(event.input_id)
+            message_id = _message_id(event.input_id)
+            if message_id is not None:
+                self._enqueue(self._mark(conversation_id, [message_id], "taken"))
+            return
+        if isinstance(event, ev.ModelRequestStarted):
+            live.texts.append("")
+            return
+        if isinstance(event, ev.TextDelta):
+            if not live.texts:
+                live.texts.append("")
+            live.texts[-1] += event.text
+            self._bus.publish(LiveReplyChanged(conversation_id))
+            return
+        if isinstance(event, ev.AssistantMessage):
+            live.model = event.model
+            live.tokens_in += event.usage.input_tokens
+            live.tokens_out += event.usage.output_tokens
+        if live.activity.feed(event):
+            self._bus.publish(LiveReplyChanged(conversation_id))
+        if isinstance(event, ev.TurnEnded) and event.turn_id == live.turn_id:
+            self._enqueue(self._store_reply(live, event))
+
+    def _enqueue(self, job: Awaitable[None]) -> None:
+        async def run() -> None:
+            await job
+
+        self._writes.put_nowait(run)
+
+    async def _mark(self, conversation_id: str, message_ids: list[int], state: MessageState) -> None:
+        def update(s: Session) -> None:
+            for message_id in message_ids:
+                msg_rows.set_message_state(s, message_id, state)
+
+        await self._db.write(update)
+        self._bus.publish(MessagesChanged(conversation_id))
+
+    async def _store_reply(self, live: _LiveTurn, ended: ev.TurnEnded) -> None:
+        now = self._clock.time()
+        duration_ms = round((self._clock.monotonic() - live.started_mono) * 1000)
+        text = live.text
+        state: MessageState = ended.outcome
+        answered = [m for m in (_message_id(i) for i in live.input_ids) if m is not None]
+
+        def store(s: Session) -> None:
+            if text or ended.outcome == "done" or live.activity.steps:
+                msg_rows.insert_message(
+                    s,
+                    conversation_id=live.conversation_id,
+                    role="assistant",
+                    text=text,
+                    state=state,
+                    now=now,
+                    turn_id=live.turn_id,
+                    model=live.model,
+                    tokens_in=live.tokens_in,
+                    tokens_out=live.tokens_out,
+                    duration_ms=duration_ms,
+                    activity=live.activity.to_json(),
+                )
+            if ended.outcome == "error":
+                msg_rows.insert_message(
+                    s,
+                    conversation_id=live.conversation_id,
+                    role="error",
+                    text=ended.error,
+                    state="error",
+                    now=now,
+                    turn_id=live.turn_id,
+                )
+            for message_id in answered:
+                msg_rows.set_message_state(s, message_id, "answered")
+            conv_rows.touch_conversation(s, live.conversation_id, now)
+
+        try:
+            await self._db.write(store)
+        finally:
+            if self._live.get(live.conversation_id) is live:
+                del self._live[live.conversation_id]
+            self._bus.publish(MessagesChanged(live.conversation_id))
+            self._bus.publish(LiveReplyChanged(live.conversation_id))
+            self._bus.publish(ConversationsChanged())

@@ -1,0 +1,91 @@
+"""The host: store, bots, chat and the agent runtime, composed once and run on whatever loop is given.
+
+Constructing a Host is cheap; `start()` imports the agent runtime (pydantic-ai), so the desktop app can show
+its window first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+
+from core.agent.model_config import ModelConfig, RetryPolicy
+from core.bots.secret_store import SecretStore
+from core.bots.service import BotService
+from core.bus import EventBus
+from core.chat.service import ChatService
+from core.clock import Clock, SystemClock
+from core.store.database import Database
+
+if TYPE_CHECKING:
+    from core.agent.runtime import AgentRuntime
+
+log = logging.getLogger(__name__)
+
+
+class Host:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        secrets: SecretStore,
+        clock: Clock | None = None,
+        model_override: ModelConfig | None = None,
+        home: Path | None = None,
+        web_transport: httpx.AsyncBaseTransport | None = None,
+        database_url: str | None = None,
+        chat_retry: RetryPolicy | None = None,
+    ) -> None:
+        self.data_dir = data_dir
+        self.clock: Clock = clock or SystemClock()
+        self.bus = EventBus()
+        self.secrets = secrets
+        self.db = Database(database_url) if database_url else Database.for_data_dir(data_dir)
+        self.bots = BotService(self.db, self.bus, self.clock, data_dir, secrets, model_override)
+        self.chat = ChatService(self.db, self.bus, self.clock, self.bots, retry=chat_retry or RetryPolicy())
+        self._home = home
+        self._web_transport = web_transport
+        self._runtime: AgentRuntime | None = None
+        self.started = asyncio.Event()
+
+    @property
+    def runtime(self) -> AgentRuntime:
+        if self._runtime is None:
+            raise RuntimeError("the host has not started")
+        return self._runtime
+
+    async def start(self) -> None:
+        for sub in ("sessions", "logs", "bots"):
+            await asyncio.to_thread((self.data_dir / sub).mkdir, parents=True, exist_ok=True)
+        await self.db.open()
+        # pydantic-ai takes ~0.8 s to import; a worker thread keeps the UI loop free meanwhile.
+        runtime_module = await asyncio.to_thread(importlib.import_module, "core.agent.runtime")
+        self._runtime = runtime_module.AgentRuntime(
+            sessions_dir=self.data_dir / "sessions",
+            clock=self.clock,
+            home=self._home,
+            web_transport=self._web_transport,
+            logs_dir=self.data_dir / "logs" / "jobs",
+        )
+        default = await self.bots.ensure_default()
+        # The sandbox probe runs a process once per app run; do it here, off the loop, not in a first turn.
+        await asyncio.to_thread(
+            runtime_module.ShellSandbox.detect, await self.bots.permission(default.id), self._home
+        )
+        await self.chat.start(self.runtime)
+        self.started.set()
+        log.info("host started on %s", self.data_dir)
+
+    async def stop(self) -> None:
+        """Finish writes, stop sessions and jobs, close the database. Safe to call twice."""
+        if self._runtime is not None:
+            await self._runtime.close()
+            await self.chat.stop()
+            self._runtime = None
+        await self.db.close()
+        log.info("host stopped")

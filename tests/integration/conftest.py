@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from core.agent.model_config import ModelConfig, RetryPolicy
+from core.agent.runtime import AgentRuntime
+from core.agent.sandbox import Permission, Preset
+from core.agent.session import AgentSession
+from core.agent.session_spec import SessionSpec
+from core.clock import SystemClock
+from tests.fakes.model_server import ScriptedModelServer
+
+FAST_RETRY = RetryPolicy(delays_s=(0.01, 0.01, 0.01))
+
+
+@pytest.fixture
+async def model_server() -> AsyncIterator[ScriptedModelServer]:
+    async with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A fake home with credentials in it, so guard tests never touch the real ~/.ssh."""
+    h = tmp_path / "home"
+    (h / ".ssh").mkdir(parents=True)
+    (h / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
+    return h
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path, home: Path) -> AsyncIterator[AgentRuntime]:
+    rt = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
+    yield rt
+    await rt.close()
+
+
+OpenSession = Callable[..., Awaitable[AgentSession]]
+
+
+@pytest.fixture
+def open_session(runtime: AgentRuntime, model_server: ScriptedModelServer, tmp_path: Path) -> OpenSession:
+    async def open_(
+        session_id: str = "chat-c_test",
+        *,
+        rt: AgentRuntime | None = None,
+        preset: Preset = Preset.WORKSPACE_WRITE,
+        retry: RetryPolicy = FAST_RETRY,
+        base_url: str | None = None,
+    ) -> AgentSession:
+        workspace = tmp_path / "workspace"
+        workspace.mkdir(exist_ok=True)
+        spec = SessionSpec(
+            session_id=session_id,
+            kind="chat",
+            bot_id="b_test",
+            cwd=workspace,
+            model=ModelConfig(base_url=base_url or model_server.base_url, model="fake-model", api_key="k"),
+            permission=Permission(preset=preset, workspace=workspace),
+            retry=retry,
+        )
+        return await (rt or runtime).open_session(spec)
+
+    return open_

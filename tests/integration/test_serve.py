@@ -1,0 +1,114 @@
+"""`errand serve` as a real process: api.json, health, a reply over HTTP, SIGTERM, and the data-dir lock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import stat
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes.model_server import Reply, ScriptedModelServer
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def serve_env(model_server: ScriptedModelServer, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ERRAND_")}
+    env.update(
+        ERRAND_MODEL_BASE_URL=model_server.base_url,
+        ERRAND_MODEL="fake-model",
+        ERRAND_API_KEY="sk-test",
+        HOME=str(home),
+    )
+    return env
+
+
+@asynccontextmanager
+async def serve_process(data_dir: Path, env: dict[str, str]) -> AsyncIterator[asyncio.subprocess.Process]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app.cli",
+        "serve",
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        "0",
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def read_until_listening(proc: asyncio.subprocess.Process) -> str:
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), timeout=30)
+    assert b"listening on" in line, line
+    return line.decode()
+
+
+async def test_serve_writes_api_json_answers_and_stops_cleanly_on_sigterm(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    model_server.push(Reply.text("hello from the model"))
+    async with serve_process(data_dir, serve_env(model_server, home)) as proc:
+        await read_until_listening(proc)
+        api_file = data_dir / "api.json"
+        assert stat.S_IMODE(api_file.stat().st_mode) == 0o600
+        info: dict[str, Any] = json.loads(api_file.read_text())
+        headers = {"Authorization": f"Bearer {info['token']}"}
+        async with httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=10) as client:
+            assert (await client.get("/api/health")).json()["status"] == "ok"
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            r = await client.post(f"/api/conversations/{cid}/messages", json={"text": "hi"})
+            assert r.status_code == 202
+            user_id = r.json()["message"]["id"]
+            # Long-poll: answers as soon as the reply is stored.
+            r = await client.get(f"/api/conversations/{cid}/messages", params={"after": user_id, "wait": 10})
+            got = r.json()["messages"]
+            assert [(m["role"], m["text"]) for m in got] == [("assistant", "hello from the model")]
+
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), timeout=15) == 0
+        assert not api_file.exists()
+
+
+async def test_a_second_host_on_the_same_data_dir_exits_at_once_with_a_clear_message(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    env = serve_env(model_server, home)
+    async with serve_process(data_dir, env) as first:
+        await read_until_listening(first)
+        async with serve_process(data_dir, env) as second:
+            _, err = await asyncio.wait_for(second.communicate(), timeout=30)
+            assert second.returncode == 1
+            assert b"Another Errand is already using" in err and b"--data-dir" in err
+        first.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(first.wait(), timeout=15) == 0
+
+
+async def test_version_prints_the_version() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "app.cli", "--version", cwd=ROOT, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
+    assert proc.returncode == 0 and out.decode().startswith("errand ")

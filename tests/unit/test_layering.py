@@ -1,0 +1,65 @@
+"""Architecture rules a reviewer would otherwise have to remember: core never imports Qt, and the host can
+be constructed (and the window shown) before pydantic-ai is imported."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+QT_MODULES = ("PySide6", "PyQt5", "PyQt6", "qasync", "shiboken6")
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_no_module_under_core_imports_qt() -> None:
+    offenders = []
+    for path in sorted((ROOT / "core").rglob("*.py")):
+        for name in _imported_modules(path):
+            if name.split(".")[0] in QT_MODULES:
+                offenders.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert offenders == []
+
+
+def test_importing_all_of_core_loads_no_qt() -> None:
+    modules = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for p in (ROOT / "core").rglob("*.py")
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        f"bad = [m for m in sys.modules if m.split('.')[0] in {QT_MODULES!r}]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_host_and_window_modules_do_not_import_pydantic_ai() -> None:
+    # The window must show before the ~0.8 s pydantic-ai import (DESIGN.md, issue 2 item 6).
+    code = (
+        "import sys\n"
+        "import core.host, core.api.server, ui.main_window, app.gui\n"
+        "print(','.join(m for m in sys.modules if m.startswith('pydantic_ai')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"},
+    )
+    assert out.stdout.strip() == ""
