@@ -1,0 +1,49 @@
+"""The `errand` command: the tray app by default; `serve` (headless host + API), `doctor`, `--version`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from app.paths import resolve_data_dir
+from core.version import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="errand", description="Errand: a desktop assistant that works in the background."
+    )
+    parser.add_argument("--version", action="version", version=f"errand {__version__}")
+    parser.add_argument(
+        "--data-dir", help="where Errand keeps its data (default: ERRAND_DATA_DIR or the user data dir)"
+    )
+    sub = parser.add_subparsers(dest="command")
+    serve = sub.add_parser("serve", help="run the host headless with the local HTTP API")
+    serve.add_argument("--data-dir", dest="sub_data_dir", help="as above")
+    serve.add_argument("--port", type=int, default=0, help="API port on 127.0.0.1 (default: a free one)")
+    doctor = sub.add_parser("doctor", help="check the set-up and say how to fix each problem")
+    doctor.add_argument("--data-dir", dest="sub_data_dir", help="as above")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    data_dir = resolve_data_dir(getattr(args, "sub_data_dir", None) or args.data_dir)
+    if args.command == "serve":
+        if not 0 <= args.port <= 65535:
+            print("errand: --port must be between 0 and 65535", file=sys.stderr)
+            return 2
+        from app.serve import run_serve
+
+        return run_serve(data_dir, args.port)
+    if args.command == "doctor":
+        from app.doctor import run_doctor
+
+        return run_doctor(data_dir)
+    from app.gui import run_gui
+
+    return run_gui(data_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""API keys: the OS keyring, or, only when the user opts in (ERRAND_SECRETS=file), a 0600 file.
+
+keyring silently falls back to a plaintext file when keyrings.alt is installed; we never rely on that
+implicitly: a missing Secret Service is reported, and the file store is a choice the user makes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from core.bots.secret_store import SecretStore, SecretStoreUnavailableError
+
+SERVICE = "errand"
+NO_KEYRING = (
+    "No OS keyring is available here (no Secret Service, KWallet or macOS/Windows keychain answered). "
+    "Install and unlock one (e.g. gnome-keyring), or opt in to keeping keys in a private plaintext file "
+    "in the data dir by starting Errand with ERRAND_SECRETS=file."
+)
+
+
+def _keyring_backend_works() -> bool:
+    import keyring
+    from keyring.backends import fail
+
+    backend = keyring.get_keyring()
+    if isinstance(backend, fail.Keyring):
+        return False
+    # keyrings.alt's plaintext backends would make this "work" silently; treat them as absent.
+    return "keyrings.alt" not in type(backend).__module__
+
+
+class KeyringSecretStore:
+    def __init__(self) -> None:
+        self._available: bool | None = None
+
+    async def probe(self) -> None:
+        self._available = await asyncio.to_thread(_keyring_backend_works)
+
+    @property
+    def available(self) -> bool:
+        return bool(self._available)
+
+    @property
+    def description(self) -> str:
+        return "API keys are kept in the OS keyring." if self.available else NO_KEYRING
+
+    async def get(self, name: str) -> str | None:
+        if not self.available:
+            return None
+        import keyring
+
+        return await asyncio.to_thread(keyring.get_password, SERVICE, name)
+
+    async def set(self, name: str, value: str) -> None:
+        if not self.available:
+            raise SecretStoreUnavailableError(NO_KEYRING)
+        import keyring
+
+        await asyncio.to_thread(keyring.set_password, SERVICE, name, value)
+
+    async def delete(self, name: str) -> None:
+        if not self.available:
+            return
+        import keyring
+        from keyring.errors import PasswordDeleteError
+
+        with contextlib.suppress(PasswordDeleteError):
+            await asyncio.to_thread(keyring.delete_password, SERVICE, name)
+
+
+class FileSecretStore:
+    """The explicit opt-in fallback: a JSON file readable only by the user. Never chosen implicitly."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._lock = asyncio.Lock()
+
+    @property
+    def available(self) -> bool:
+        return True
+
+    @property
+    def description(self) -> str:
+        return (
+            f"API keys are kept in a plaintext file readable only by you: {self._path} "
+            "(you chose ERRAND_SECRETS=file)."
+        )
+
+    def _read(self) -> dict[str, str]:
+        try:
+            data = json.loads(self._path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def _write(self, data: dict[str, str]) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, self._path)
+
+    async def get(self, name: str) -> str | None:
+        return (await asyncio.to_thread(self._read)).get(name)
+
+    async def set(self, name: str, value: str) -> None:
+        async with self._lock:
+            data = await asyncio.to_thread(self._read)
+            data[name] = value
+            await asyncio.to_thread(self._write, data)
+
+    async def delete(self, name: str) -> None:
+        async with self._lock:
+            data = await asyncio.to_thread(self._read)
+            if data.pop(name, None) is not None:
+                await asyncio.to_thread(self._write, data)
+
+
+async def make_secret_store(data_dir: Path, env: Mapping[str, str] = os.environ) -> SecretStore:
+    if env.get("ERRAND_SECRETS", "").strip().lower() == "file":
+        return FileSecretStore(data_dir / "secrets.json")
+    store = KeyringSecretStore()
+    await store.probe()
+    return store
