@@ -22,15 +22,11 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelRequestPart,
     ModelResponse,
-    PartDeltaEvent,
-    PartStartEvent,
     TextPart,
-    TextPartDelta,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
 from core.agent import events as ev
@@ -105,6 +101,11 @@ class AgentSession:
         self._idle.set()
         self._closed = False
         self._tools: dict[str, ToolSpec] = self._select_tools()
+        # Built once: a JSON schema per tool costs ~1 ms, too much to redo at every step.
+        self._tool_definitions = [
+            ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.json_schema())
+            for t in self._tools.values()
+        ]
 
     # ---- public operations -------------------------------------------------------------------------
 
@@ -216,15 +217,6 @@ class AgentSession:
         self._steers.clear()
         return items
 
-    def _request_params(self) -> ModelRequestParameters:
-        return ModelRequestParameters(
-            function_tools=[
-                ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.json_schema())
-                for t in self._tools.values()
-            ],
-            allow_text_output=True,
-        )
-
     async def _run_turn(self, first: _Input) -> None:
         turn = _TurnState(turn_id=f"u_{secrets.token_hex(6)}")
         self._emit(ev.TurnStarted(self.session_id, turn.turn_id))
@@ -321,26 +313,17 @@ class AgentSession:
         self._emit(ev.ModelRequestStarted(self.session_id, turn_id, step))
         started = clock.monotonic()
 
-        def on_retry(attempt: int, delay: float, why: str) -> None:
-            log.info("%s: retry %d in %.0fs: %s", self.session_id, attempt, delay, why)
+        def on_text(delta: str) -> None:
+            partial_text.append(delta)
+            self._emit(ev.TextDelta(self.session_id, turn_id, delta))
 
-        async with client.stream(
+        response = await client.request(
             [*self.history, request],
-            self._request_params(),
+            self._tool_definitions,
+            on_text=on_text,
             clock=clock,
             retry=self.spec.retry,
-            on_retry=on_retry,
-        ) as stream:
-            async for event in stream:
-                delta = ""
-                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-                    delta = event.part.content
-                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                    delta = event.delta.content_delta
-                if delta:
-                    partial_text.append(delta)
-                    self._emit(ev.TextDelta(self.session_id, turn_id, delta))
-            response = stream.get()
+        )
         usage = response.usage
         self._emit(
             ev.AssistantMessage(

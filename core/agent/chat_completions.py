@@ -1,0 +1,263 @@
+"""A streaming client for OpenAI-compatible Chat Completions, speaking pydantic-ai's message types.
+
+Why not the openai SDK (through pydantic-ai's OpenAIChatModel)? Measured here, its per-request parameter
+transform costs 15-30 ms per step, growing with the history, and importing it costs 0.7 s; the host's step
+gap target is 10 ms. The wire format is small and stable, so we speak it directly with httpx and keep
+pydantic-ai's typed messages (`ModelRequest`, `ModelResponse`, tool parts) for history and persistence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.usage import RequestUsage
+
+from core.agent.model_config import ModelConfig
+
+TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
+
+
+class EndpointError(Exception):
+    """The endpoint answered with an HTTP error status."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+class MalformedStreamError(Exception):
+    """The endpoint's stream was not the Chat Completions format."""
+
+
+def _user_text(part: UserPromptPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    return "\n".join(item for item in part.content if isinstance(item, str))
+
+
+def to_wire_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
+    """pydantic-ai history -> Chat Completions `messages`, led by the latest instructions as system."""
+    instructions = next(
+        (m.instructions for m in reversed(messages) if isinstance(m, ModelRequest) and m.instructions), None
+    )
+    out: list[dict[str, Any]] = [{"role": "system", "content": instructions}] if instructions else []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, SystemPromptPart):
+                    out.append({"role": "system", "content": part.content})
+                elif isinstance(part, UserPromptPart):
+                    out.append({"role": "user", "content": _user_text(part)})
+                elif isinstance(part, ToolReturnPart):
+                    out.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": part.tool_call_id,
+                            "content": part.model_response_str(),
+                        }
+                    )
+                elif isinstance(part, RetryPromptPart):
+                    if part.tool_name:
+                        out.append(
+                            {
+                                "role": "tool",
+                                "tool_call_id": part.tool_call_id,
+                                "content": part.model_response(),
+                            }
+                        )
+                    else:
+                        out.append({"role": "user", "content": part.model_response()})
+        else:
+            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+            calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+            if not text and not calls:
+                continue
+            wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                wire["tool_calls"] = [
+                    {
+                        "id": c.tool_call_id,
+                        "type": "function",
+                        "function": {"name": c.tool_name, "arguments": c.args_as_json_str()},
+                    }
+                    for c in calls
+                ]
+            out.append(wire)
+    return out
+
+
+def to_wire_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description or "",
+                "parameters": t.parameters_json_schema,
+            },
+        }
+        for t in tools
+    ]
+
+
+@dataclass
+class _ToolCallDraft:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Accumulator:
+    """Builds one `ModelResponse` from streamed chunks."""
+
+    model: str
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, _ToolCallDraft] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    finish_reason: str | None = None
+    response_id: str | None = None
+
+    def feed(self, chunk: dict[str, Any], on_text: Callable[[str], None]) -> None:
+        self.response_id = self.response_id or chunk.get("id")
+        self.model = chunk.get("model") or self.model
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.input_tokens = int(usage.get("prompt_tokens") or 0)
+            self.output_tokens = int(usage.get("completion_tokens") or 0)
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self.text.append(content)
+                on_text(content)
+            for call in delta.get("tool_calls") or []:
+                draft = self.calls.setdefault(int(call.get("index", 0)), _ToolCallDraft())
+                draft.id = call.get("id") or draft.id
+                function = call.get("function") or {}
+                draft.name = function.get("name") or draft.name
+                if function.get("arguments"):
+                    draft.arguments.append(function["arguments"])
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+
+    def response(self) -> ModelResponse:
+        parts: list[ModelResponsePart] = []
+        if self.text:
+            parts.append(TextPart("".join(self.text)))
+        for index in sorted(self.calls):
+            draft = self.calls[index]
+            parts.append(
+                ToolCallPart(
+                    tool_name=draft.name,
+                    args="".join(draft.arguments) or "{}",
+                    tool_call_id=draft.id or f"call_{index}",
+                )
+            )
+        return ModelResponse(
+            parts=parts,
+            usage=RequestUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
+            model_name=self.model,
+            provider_response_id=self.response_id,
+            finish_reason=_finish_reason(self.finish_reason),
+        )
+
+
+def _finish_reason(raw: str | None) -> Any:
+    return {
+        "stop": "stop",
+        "length": "length",
+        "tool_calls": "tool_call",
+        "content_filter": "content_filter",
+    }.get(raw or "")
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "replace")[:300] or "no details"
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:300]
+    if isinstance(error, str):
+        return error[:300]
+    return json.dumps(data)[:300]
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    raw = headers.get("retry-after")
+    try:
+        return float(raw) if raw else None
+    except ValueError:
+        return None
+
+
+class ChatCompletionsClient:
+    """One connection pool per endpoint; `stream` makes one streamed request and returns the response."""
+
+    def __init__(self, config: ModelConfig, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.config = config
+        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self._http = httpx.AsyncClient(timeout=TIMEOUT, headers=headers, transport=transport)
+        self._url = config.base_url.rstrip("/") + "/chat/completions"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def stream(
+        self,
+        messages: Sequence[ModelMessage],
+        tools: Sequence[ToolDefinition],
+        on_text: Callable[[str], None],
+    ) -> ModelResponse:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": to_wire_messages(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = to_wire_tools(tools)
+        acc = _Accumulator(model=self.config.model)
+        content = json.dumps(body, ensure_ascii=False).encode()
+        request_headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        async with self._http.stream("POST", self._url, content=content, headers=request_headers) as resp:
+            if resp.status_code >= 400:
+                raise EndpointError(
+                    resp.status_code, _error_message(await resp.aread()), _retry_after(resp.headers)
+                )
+            async for line in resp.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                try:
+                    chunk = json.loads(data)
+                except ValueError as exc:
+                    raise MalformedStreamError(f"unreadable stream chunk: {data[:200]!r}") from exc
+                if isinstance(chunk, dict) and "error" in chunk:
+                    raise EndpointError(500, _error_message(data.encode()))
+                if isinstance(chunk, dict):
+                    acc.feed(chunk, on_text)
+        return acc.response()
