@@ -63,9 +63,11 @@ def _sandbox() -> Check:
 
 
 def _keyring(data_dir: Path) -> Check:
-    from app.secrets import make_secret_store
+    from app.secrets import KeyringSecretStore, make_secret_store
 
-    store = asyncio.run(make_secret_store(data_dir))
+    store = make_secret_store(data_dir)
+    if isinstance(store, KeyringSecretStore):
+        asyncio.run(store.probe())
     return Check(
         "API key storage",
         store.available,

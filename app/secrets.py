@@ -35,11 +35,16 @@ def _keyring_backend_works() -> bool:
 
 
 class KeyringSecretStore:
+    """Probes the keyring backend on first use (off the loop): constructing it costs nothing at start-up."""
+
     def __init__(self) -> None:
         self._available: bool | None = None
+        self._probe_lock = asyncio.Lock()
 
     async def probe(self) -> None:
-        self._available = await asyncio.to_thread(_keyring_backend_works)
+        async with self._probe_lock:
+            if self._available is None:
+                self._available = await asyncio.to_thread(_keyring_backend_works)
 
     @property
     def available(self) -> bool:
@@ -50,6 +55,7 @@ class KeyringSecretStore:
         return "API keys are kept in the OS keyring." if self.available else NO_KEYRING
 
     async def get(self, name: str) -> str | None:
+        await self.probe()
         if not self.available:
             return None
         import keyring
@@ -57,6 +63,7 @@ class KeyringSecretStore:
         return await asyncio.to_thread(keyring.get_password, SERVICE, name)
 
     async def set(self, name: str, value: str) -> None:
+        await self.probe()
         if not self.available:
             raise SecretStoreUnavailableError(NO_KEYRING)
         import keyring
@@ -64,6 +71,7 @@ class KeyringSecretStore:
         await asyncio.to_thread(keyring.set_password, SERVICE, name, value)
 
     async def delete(self, name: str) -> None:
+        await self.probe()
         if not self.available:
             return
         import keyring
@@ -122,9 +130,7 @@ class FileSecretStore:
                 await asyncio.to_thread(self._write, data)
 
 
-async def make_secret_store(data_dir: Path, env: Mapping[str, str] = os.environ) -> SecretStore:
+def make_secret_store(data_dir: Path, env: Mapping[str, str] = os.environ) -> SecretStore:
     if env.get("ERRAND_SECRETS", "").strip().lower() == "file":
         return FileSecretStore(data_dir / "secrets.json")
-    store = KeyringSecretStore()
-    await store.probe()
-    return store
+    return KeyringSecretStore()

@@ -31,7 +31,7 @@ async def serve(data_dir: Path, port: int) -> int:
         from core.api.server import ApiServer
         from core.host import Host
 
-        host = Host(data_dir, secrets=await make_secret_store(data_dir), model_override=model_override())
+        host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
