@@ -1,0 +1,112 @@
+"""Mapping pydantic-ai history to the Chat Completions wire format, and building responses from chunks."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.tools import ToolDefinition
+
+from core.agent.chat_completions import ChatCompletionsClient, EndpointError, to_wire_messages, to_wire_tools
+from core.agent.model_config import ModelConfig
+
+
+def test_history_maps_to_wire_messages_with_the_latest_instructions_first() -> None:
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("list files")], instructions="old instructions"),
+        ModelResponse(
+            parts=[TextPart("Looking."), ToolCallPart("bash", {"command": "ls"}, tool_call_id="c1")]
+        ),
+        ModelRequest(
+            parts=[ToolReturnPart("bash", "a.txt", tool_call_id="c1")], instructions="new instructions"
+        ),
+        ModelResponse(parts=[]),  # an empty response (cancelled before any text) is not sent
+        ModelRequest(parts=[RetryPromptPart("bad args", tool_name="bash", tool_call_id="c2")]),
+    ]
+    wire = to_wire_messages(history)
+    assert wire[0] == {"role": "system", "content": "new instructions"}
+    assert wire[1] == {"role": "user", "content": "list files"}
+    assert wire[2]["role"] == "assistant" and wire[2]["content"] == "Looking."
+    assert wire[2]["tool_calls"] == [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command":"ls"}'}}
+    ]
+    assert wire[3] == {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
+    assert wire[4]["role"] == "tool" and "bad args" in wire[4]["content"]
+    assert len(wire) == 5
+
+
+def test_tools_map_to_function_definitions() -> None:
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    tool = ToolDefinition(name="bash", description="Run a command", parameters_json_schema=schema)
+    assert to_wire_tools([tool]) == [
+        {
+            "type": "function",
+            "function": {"name": "bash", "description": "Run a command", "parameters": schema},
+        }
+    ]
+
+
+def _sse(*chunks: dict[str, object]) -> bytes:
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+async def test_a_stream_builds_text_tool_calls_and_usage() -> None:
+    body = _sse(
+        {"id": "r1", "model": "m", "choices": [{"delta": {"role": "assistant", "content": "Hel"}}]},
+        {"choices": [{"delta": {"content": "lo"}}]},
+        {
+            "choices": [
+                {
+                    "delta": {
+                        "tool_calls": [
+                            {"index": 0, "id": "c9", "function": {"name": "grep", "arguments": '{"pat'}}
+                        ]
+                    }
+                }
+            ]
+        },
+        {
+            "choices": [
+                {
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": 'tern": "x"}'}}]},
+                    "finish_reason": "tool_calls",
+                }
+            ]
+        },
+        {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7}},
+    )
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=body))
+    client = ChatCompletionsClient(ModelConfig("http://model.test/v1", "m", "key"), transport=transport)
+    deltas: list[str] = []
+    response = await client.stream([ModelRequest(parts=[UserPromptPart("hi")])], [], deltas.append)
+    await client.aclose()
+    assert deltas == ["Hel", "lo"]
+    assert response.text == "Hello"
+    call = response.tool_calls[0]
+    assert (call.tool_name, call.tool_call_id, call.args_as_dict()) == ("grep", "c9", {"pattern": "x"})
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (11, 7)
+
+
+async def test_an_error_status_carries_the_servers_message_and_retry_after() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.headers["Authorization"] == "Bearer key"
+        return httpx.Response(429, json={"error": {"message": "slow down"}}, headers={"Retry-After": "3"})
+
+    client = ChatCompletionsClient(
+        ModelConfig("http://model.test/v1", "m", "key"), transport=httpx.MockTransport(handler)
+    )
+    with pytest.raises(EndpointError) as raised:
+        await client.stream([ModelRequest(parts=[UserPromptPart("hi")])], [], lambda _t: None)
+    await client.aclose()
+    assert (raised.value.status, raised.value.message, raised.value.retry_after) == (429, "slow down", 3.0)
