@@ -19,7 +19,6 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     ModelResponsePart,
-    RetryPromptPart,
     SystemPromptPart,
     TextPart,
     ToolCallPart,
@@ -75,17 +74,6 @@ def to_wire_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
                             "content": part.model_response_str(),
                         }
                     )
-                elif isinstance(part, RetryPromptPart):
-                    if part.tool_name:
-                        out.append(
-                            {
-                                "role": "tool",
-                                "tool_call_id": part.tool_call_id,
-                                "content": part.model_response(),
-                            }
-                        )
-                    else:
-                        out.append({"role": "user", "content": part.model_response()})
         else:
             text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
             calls = [p for p in message.parts if isinstance(p, ToolCallPart)]

@@ -10,7 +10,6 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    RetryPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -32,7 +31,7 @@ def test_history_maps_to_wire_messages_with_the_latest_instructions_first() -> N
             parts=[ToolReturnPart("bash", "a.txt", tool_call_id="c1")], instructions="new instructions"
         ),
         ModelResponse(parts=[]),  # an empty response (cancelled before any text) is not sent
-        ModelRequest(parts=[RetryPromptPart("bad args", tool_name="bash", tool_call_id="c2")]),
+        ModelRequest(parts=[UserPromptPart("thanks")]),
     ]
     wire = to_wire_messages(history)
     assert wire[0] == {"role": "system", "content": "new instructions"}
@@ -42,7 +41,7 @@ def test_history_maps_to_wire_messages_with_the_latest_instructions_first() -> N
         {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command":"ls"}'}}
     ]
     assert wire[3] == {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
-    assert wire[4]["role"] == "tool" and "bad args" in wire[4]["content"]
+    assert wire[4] == {"role": "user", "content": "thanks"}
     assert len(wire) == 5
 
 
