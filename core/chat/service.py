@@ -264,8 +264,9 @@ class ChatService:
         return self._runtime
 
     async def _recover(self) -> None:
-        """After a restart: inputs never taken are handed over again; a taken one whose turn was cut short
-        gets a notice instead of a silent gap (re-running it could repeat side effects)."""
+        """After a restart: an input is "taken" once a finished step with it is in the session's history.
+        Inputs never taken are handed over again (at most a model request was lost, no tool ran); a taken
+        one whose turn was cut short gets a notice instead, since re-running it could repeat side effects."""
         pending = await self._db.read(msg_rows.unanswered_user_messages)
         for record in pending:
             conversation = await self._conversation(record.conversation_id)

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -112,3 +112,60 @@ async def test_version_prints_the_version() -> None:
     )
     out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
     assert proc.returncode == 0 and out.decode().startswith("errand ")
+
+
+async def test_after_sigkill_an_untaken_message_is_answered_and_a_cut_off_one_gets_a_notice(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    env = serve_env(model_server, home)
+    # The first message's turn runs a tool (a finished, persisted step), then its next request hangs.
+    model_server.push_many(
+        [Reply.tool_calls([ToolCallSpec("bash", {"command": "echo side-effect"})]), Reply.hang()]
+    )
+    async with serve_process(data_dir, env) as proc:
+        await read_until_listening(proc)
+        info = json.loads((data_dir / "api.json").read_text())
+        headers = {"Authorization": f"Bearer {info['token']}"}
+        async with httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=10) as client:
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            await client.post(f"/api/conversations/{cid}/messages", json={"text": "first, cut off"})
+            await model_server.wait_for_requests(2)
+            # Queued behind the hanging turn: never handed to the model before the crash.
+            await client.post(f"/api/conversations/{cid}/messages", json={"text": "second, queued"})
+        proc.kill()
+        await proc.wait()
+
+    model_server.responder = lambda body: Reply.text("answer to " + body["messages"][-1]["content"])
+    async with serve_process(data_dir, env) as proc:
+        await read_until_listening(proc)
+        info = json.loads((data_dir / "api.json").read_text())
+        headers = {"Authorization": f"Bearer {info['token']}"}
+        async with httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=15) as client:
+            url = f"/api/conversations/{cid}/messages"
+            got: list[dict[str, Any]] = []
+            last = 0
+            while not any(m["role"] == "assistant" for m in got):
+                r = await client.get(url, params={"after": last, "wait": 10})
+                new = r.json()["messages"]
+                assert new, "no new message within 10 s"
+                got += new
+                last = new[-1]["id"]
+            everything = (await client.get(url)).json()["messages"]
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), timeout=15) == 0
+
+    roles_texts = [(m["role"], m["text"]) for m in everything]
+    assert roles_texts[0] == ("user", "first, cut off")
+    assert roles_texts[1] == ("user", "second, queued")
+    assert (
+        "notice",
+        "Errand stopped while answering this message. Send it again if you still need an answer.",
+    ) in roles_texts
+    assert ("assistant", "answer to second, queued") in roles_texts
+    # Each was handled once: the cut-off turn is not re-run (its tool may have had effects), the queued
+    # message is answered once.
+    assert len(everything) == 4
+    assert not any(m["role"] == "assistant" and "first" in m["text"] for m in everything)
+    sent = [m["content"] for r in model_server.requests for m in r.messages if m["role"] == "user"]
+    assert sent.count("second, queued") == 1
