@@ -1,0 +1,177 @@
+"""An in-memory ChatFacade for UI tests and renders: tests drive replies by hand and read what was asked."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+
+from core.bus import EventBus
+from core.chat.views import ActivityStep, ConversationView, LiveReply, MessageRole, MessageState, MessageView
+from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
+
+
+class FakeChatFacade:
+    def __init__(self, bus: EventBus | None = None, bot_name: str = "Errand") -> None:
+        self.bus = bus or EventBus()
+        self.bot_name = bot_name
+        self.said: list[tuple[str, str]] = []
+        self.cancelled: list[str] = []
+        # Set to make `say` raise (the UI must give the text back and say why).
+        self.say_error: Exception | None = None
+        # Set to hold `list_messages` until the event is set (stale-read tests).
+        self.read_gate: asyncio.Event | None = None
+        self.reads: list[str] = []
+        self._conversations: dict[str, ConversationView] = {}
+        self._messages: dict[str, list[MessageView]] = {}
+        self._live: dict[str, LiveReply] = {}
+        self._ids = itertools.count(1)
+        self._turns = itertools.count(1)
+        self._last_time = 0.0
+
+    # -- ChatFacade --------------------------------------------------------------------------------
+
+    async def list_conversations(self) -> list[ConversationView]:
+        return list(self._conversations.values())
+
+    async def create_conversation(self, bot_id: str | None = None, title: str = "") -> ConversationView:
+        return self.add_conversation(title=title, bot_id=bot_id or "bot-1")
+
+    async def list_messages(self, conversation_id: str) -> list[MessageView]:
+        self.reads.append(conversation_id)
+        if self.read_gate is not None:
+            await self.read_gate.wait()
+        return list(self._messages.get(conversation_id, []))
+
+    async def say(self, conversation_id: str, text: str) -> MessageView:
+        self.said.append((conversation_id, text))
+        if self.say_error is not None:
+            raise self.say_error
+        return self.add_message(conversation_id, "user", text, state="taken")
+
+    def live_reply(self, conversation_id: str) -> LiveReply | None:
+        return self._live.get(conversation_id)
+
+    async def cancel_reply(self, conversation_id: str) -> None:
+        self.cancelled.append(conversation_id)
+
+    # -- driving it from a test ---------------------------------------------------------------------
+
+    def add_conversation(
+        self,
+        title: str = "",
+        last_line: str = "",
+        bot_id: str = "bot-1",
+        updated_at: float | None = None,
+        busy: bool = False,
+    ) -> ConversationView:
+        conversation = ConversationView(
+            id=f"c{next(self._ids)}",
+            bot_id=bot_id,
+            bot_name=self.bot_name,
+            title=title,
+            updated_at=updated_at if updated_at is not None else self._now(),
+            last_line=last_line,
+            busy=busy,
+        )
+        self._conversations[conversation.id] = conversation
+        self._messages[conversation.id] = []
+        self.bus.publish(ConversationsChanged())
+        return conversation
+
+    def add_message(
+        self,
+        conversation_id: str,
+        role: MessageRole,
+        text: str,
+        *,
+        steps: Iterable[ActivityStep] = (),
+        duration_ms: int = 0,
+        state: MessageState = "done",
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> MessageView:
+        messages = self._messages[conversation_id]
+        message = MessageView(
+            id=next(self._ids),
+            conversation_id=conversation_id,
+            role=role,
+            text=text,
+            state=state,
+            created_at=self._now(),
+            model="scripted" if role == "assistant" else "",
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            duration_ms=duration_ms,
+            steps=tuple(steps),
+        )
+        messages.append(message)
+        self._touch(conversation_id, last_line=text)
+        self.bus.publish(MessagesChanged(conversation_id))
+        self.bus.publish(ConversationsChanged())
+        return message
+
+    def start_live_reply(self, conversation_id: str) -> LiveReply:
+        live = LiveReply(
+            conversation_id=conversation_id,
+            turn_id=f"turn-{next(self._turns)}",
+            text="",
+            steps=(),
+            started_at=self._now(),
+        )
+        self._live[conversation_id] = live
+        self._touch(conversation_id, busy=True)
+        self.bus.publish(LiveReplyChanged(conversation_id))
+        self.bus.publish(ConversationsChanged())
+        return live
+
+    def stream(self, conversation_id: str, text: str) -> None:
+        live = self._live[conversation_id]
+        self._live[conversation_id] = replace(live, text=live.text + text)
+        self.bus.publish(LiveReplyChanged(conversation_id))
+
+    def add_step(self, conversation_id: str, step: ActivityStep) -> None:
+        live = self._live[conversation_id]
+        self._live[conversation_id] = replace(live, steps=(*live.steps, step))
+        self.bus.publish(LiveReplyChanged(conversation_id))
+
+    def finish_reply(
+        self,
+        conversation_id: str,
+        text: str,
+        steps: Iterable[ActivityStep] | None = None,
+        duration_ms: int = 0,
+    ) -> MessageView:
+        """Store the reply (with the live steps unless given), end the live reply, and announce both."""
+        live = self._live.pop(conversation_id, None)
+        chosen = tuple(steps) if steps is not None else (live.steps if live else ())
+        self._touch(conversation_id, busy=False)
+        message = self.add_message(conversation_id, "assistant", text, steps=chosen, duration_ms=duration_ms)
+        self.bus.publish(LiveReplyChanged(conversation_id))
+        return message
+
+    def end_live_reply(self, conversation_id: str) -> None:
+        """The turn ended without storing a reply (e.g. cancelled before any text)."""
+        self._live.pop(conversation_id, None)
+        self._touch(conversation_id, busy=False)
+        self.bus.publish(LiveReplyChanged(conversation_id))
+        self.bus.publish(ConversationsChanged())
+
+    def messages(self, conversation_id: str) -> list[MessageView]:
+        return list(self._messages[conversation_id])
+
+    def _touch(self, conversation_id: str, last_line: str | None = None, busy: bool | None = None) -> None:
+        current = self._conversations[conversation_id]
+        self._conversations[conversation_id] = replace(
+            current,
+            updated_at=self._now() if last_line is not None else current.updated_at,
+            last_line=last_line if last_line is not None else current.last_line,
+            busy=busy if busy is not None else current.busy,
+        )
+
+    def _now(self) -> float:
+        # Strictly increasing, so "most recent first" never depends on clock resolution.
+        self._last_time = max(time.time(), self._last_time + 0.001)
+        return self._last_time

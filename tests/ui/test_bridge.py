@@ -1,0 +1,62 @@
+"""The bridge turns core events into Qt signals, folding bursts of live-reply changes into one."""
+
+from __future__ import annotations
+
+from core.bus import EventBus
+from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
+from tests.ui.conftest import wait_until
+from ui.bridge import EventBridge
+
+
+async def test_events_become_signals() -> None:
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    seen: list[tuple[str, str]] = []
+    bridge.conversationsChanged.connect(lambda: seen.append(("conversations", "")))
+    bridge.messagesChanged.connect(lambda cid: seen.append(("messages", cid)))
+    bridge.liveReplyChanged.connect(lambda cid: seen.append(("live", cid)))
+
+    bus.publish(ConversationsChanged())
+    bus.publish(MessagesChanged("c1"))
+    bus.publish(LiveReplyChanged("c1"))
+    await wait_until(lambda: ("live", "c1") in seen)
+
+    assert seen == [("conversations", ""), ("messages", "c1"), ("live", "c1")]
+    bridge.close()
+
+
+async def test_a_burst_of_live_changes_arrives_once_per_conversation() -> None:
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    live: list[str] = []
+    bridge.liveReplyChanged.connect(live.append)
+
+    for _ in range(500):
+        bus.publish(LiveReplyChanged("c1"))
+        bus.publish(LiveReplyChanged("c2"))
+    await wait_until(lambda: len(live) >= 2)
+
+    assert sorted(live) == ["c1", "c2"]
+    bridge.close()
+
+
+async def test_close_stops_the_signals() -> None:
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    seen: list[str] = []
+    bridge.messagesChanged.connect(seen.append)
+    bridge.liveReplyChanged.connect(seen.append)
+
+    bus.publish(LiveReplyChanged("pending"))  # waiting in the coalescing timer
+    bridge.close()
+    bus.publish(MessagesChanged("c1"))
+    bus.publish(LiveReplyChanged("c1"))
+
+    # A later event from a fresh bridge proves the loop ran past the old timer's deadline.
+    other = EventBridge(bus)
+    probe: list[str] = []
+    other.liveReplyChanged.connect(probe.append)
+    bus.publish(LiveReplyChanged("probe"))
+    await wait_until(lambda: probe == ["probe"])
+    assert seen == []
+    other.close()

@@ -1,0 +1,318 @@
+"""One conversation: its messages top to bottom, the reply streaming now, and the composer.
+
+It reads through the ChatFacade only. Reads run on the loop (never blocking a slot); a read that comes back
+for a conversation that is no longer shown is dropped. Stored messages are matched to their widgets by id,
+so an unchanged message keeps its widget, its selection and its unfolded steps across re-reads.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
+
+from core.chat.facade import ChatFacade
+from core.chat.views import ConversationView, MessageView
+from ui import theme
+from ui.async_calls import AsyncCalls
+from ui.composer import Composer
+from ui.conversation_list import display_title
+from ui.i18n import t
+from ui.live_reply import LiveReplyWidget
+from ui.message_widgets import AssistantMessage, MessageWidget, message_widget
+from ui.reloader import Reloader
+
+log = logging.getLogger(__name__)
+
+# Lines longer than this are tiring to read; wide windows centre the column instead.
+MAX_COLUMN_WIDTH = 780
+MIN_SIDE_MARGIN = 24
+MESSAGE_SPACING = 18
+# How close to the end still counts as "at the bottom" (a partly visible last line).
+STICK_SLACK_PX = 12
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
+class ChatView(QWidget):
+    def __init__(self, facade: ChatFacade, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatView")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self._facade = facade
+        self._conversation: ConversationView | None = None
+        self._rows: list[MessageWidget] = []
+        self._loaded = False
+        self._stick = True
+        self._calls = AsyncCalls()
+        self._messages: Reloader[tuple[str, list[MessageView]]] = Reloader(
+            self._load_messages, self._apply_messages, self._load_failed
+        )
+
+        self._build_header()
+        self._build_scroll()
+        self._build_composer()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self._header)
+        layout.addWidget(self._scroll, 1)
+        layout.addWidget(self._composer_box)
+        self._fit_column(self.width())
+
+    def _build_header(self) -> None:
+        self._header = QWidget(self)
+        self._header.setObjectName("chatHeader")
+        self._header.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.title_label = QLabel(self._header)
+        self.title_label.setObjectName("chatTitle")
+        self.title_label.setFont(theme.font("title"))
+        self.title_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.bot_label = QLabel(self._header)
+        self.bot_label.setObjectName("chatBot")
+        self.bot_label.setProperty("role", "muted")
+        self.bot_label.setFont(theme.font("small"))
+        self._header_layout = QHBoxLayout(self._header)
+        self._header_layout.setSpacing(10)
+        self._header_layout.addWidget(self.title_label)
+        self._header_layout.addWidget(self.bot_label, 0, Qt.AlignmentFlag.AlignBaseline)
+        self._header_layout.addStretch(1)
+
+    def _build_scroll(self) -> None:
+        self._scroll = QScrollArea(self)
+        self._scroll.setObjectName("messageScroll")
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._column = QWidget()
+        self._column.setObjectName("messageColumn")
+        self._column.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        # Opaque, so Qt scrolls it by moving pixels instead of repainting every visible message.
+        self._column.setAutoFillBackground(True)
+        self._column_layout = QVBoxLayout(self._column)
+        self._column_layout.setSpacing(MESSAGE_SPACING)
+        # Stored messages sit in their own box: while a reply streams, only the live bubble changes size,
+        # and the box's layout keeps its cached heights instead of measuring every message again.
+        self._messages_box = QWidget(self._column)
+        self._messages_layout = QVBoxLayout(self._messages_box)
+        self._messages_layout.setContentsMargins(0, 0, 0, 0)
+        self._messages_layout.setSpacing(MESSAGE_SPACING)
+        self._messages_box.hide()
+
+        self.live = LiveReplyWidget(self._column)
+        self.live.hide()
+        self.hint = QLabel(t("chat.empty_hint"), self._column)
+        self.hint.setObjectName("emptyHint")
+        self.hint.setProperty("role", "faint")
+        self.hint.setWordWrap(True)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.hint.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
+        self.hint.hide()
+        self._column_layout.addWidget(self._messages_box)
+        self._column_layout.addWidget(self.live)
+        # While shown, the hint takes all spare height and centres itself in it; hidden, the spacer
+        # below keeps the messages at the top.
+        self._column_layout.addWidget(self.hint, 1)
+        self._column_layout.addStretch(0)
+        self._scroll.setWidget(self._column)
+
+        bar = self._scroll.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range_changed)
+
+    def _build_composer(self) -> None:
+        self.composer = Composer(self)
+        self.composer.submitted.connect(self._on_submitted)
+        self.composer.stopRequested.connect(self._on_stop)
+        self._composer_box = QWidget(self)
+        self._composer_box.setObjectName("composerBox")
+        self._composer_box.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self._composer_layout = QVBoxLayout(self._composer_box)
+        self._composer_layout.addWidget(self.composer)
+
+    # -- what the window drives ------------------------------------------------------------------------
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self._conversation.id if self._conversation else None
+
+    def message_widgets(self) -> list[MessageWidget]:
+        return list(self._rows)
+
+    def set_conversation(self, conversation: ConversationView | None) -> None:
+        previous = self.conversation_id
+        self._conversation = conversation
+        self._show_header()
+        if conversation is None or conversation.id != previous:
+            self._switch()
+
+    async def reload(self) -> None:
+        """Re-read the shown conversation and wait until the view shows it."""
+        if self.conversation_id is not None:
+            await self._messages.request()
+
+    def on_messages_changed(self, conversation_id: str) -> None:
+        if conversation_id == self.conversation_id:
+            self._messages.request()
+
+    def on_live_reply_changed(self, conversation_id: str) -> None:
+        if conversation_id != self.conversation_id:
+            return
+        live = self._facade.live_reply(conversation_id)
+        if live is not None:
+            self._show_live_reply()
+        elif not self.live.isHidden():
+            # The reply ended. Keep its bubble until the stored reply is read, so nothing blinks away.
+            self._messages.request()
+
+    def focus_composer(self) -> None:
+        self.composer.focus_input()
+
+    def shutdown(self) -> None:
+        self._messages.reset()
+        self._calls.cancel_all()
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    def _switch(self) -> None:
+        self._messages.reset()
+        for row in self._rows:
+            self._drop(row)
+        self._rows = []
+        self._messages_box.hide()
+        self._loaded = False
+        self._stick = True
+        self.live.clear()
+        self.composer.set_live(False)
+        self.composer.set_error(None)
+        self._update_hint()
+        if self.conversation_id is not None:
+            self._messages.request()
+
+    async def _load_messages(self) -> tuple[str, list[MessageView]]:
+        conversation_id = self.conversation_id
+        if conversation_id is None:
+            return "", []
+        return conversation_id, await self._facade.list_messages(conversation_id)
+
+    def _apply_messages(self, result: tuple[str, list[MessageView]]) -> None:
+        conversation_id, views = result
+        if conversation_id != self.conversation_id:
+            return  # read for a conversation that is no longer shown
+        self._show_messages(views)
+        self._loaded = True
+        self._show_live_reply()
+
+    def _load_failed(self, exc: Exception) -> None:
+        self.hint.setText(t("chat.load_failed", reason=_reason(exc)))
+        self.hint.show()
+
+    def _show_messages(self, views: list[MessageView]) -> None:
+        old = {row.view.id: row for row in self._rows}
+        rows: list[MessageWidget] = []
+        for view in views:
+            row = old.pop(view.id, None)
+            if row is not None and row.view == view:
+                rows.append(row)
+                continue
+            replacement = message_widget(view)  # built unparented: no layout work until inserted
+            if isinstance(row, AssistantMessage) and isinstance(replacement, AssistantMessage):
+                replacement.activity.set_expanded(row.activity.expanded)
+            if row is not None:
+                self._drop(row)
+            rows.append(replacement)
+        for gone in old.values():
+            self._drop(gone)
+        kept = len(self._rows)
+        if rows[:kept] == self._rows:
+            for row in rows[kept:]:  # the usual case: new messages at the end
+                self._messages_layout.addWidget(row)
+        elif rows != self._rows:
+            for row in self._rows:
+                self._messages_layout.removeWidget(row)
+            for position, row in enumerate(rows):
+                self._messages_layout.insertWidget(position, row)
+        self._rows = rows
+        self._messages_box.setVisible(bool(rows))
+
+    def _drop(self, row: MessageWidget) -> None:
+        self._messages_layout.removeWidget(row)
+        row.hide()
+        row.deleteLater()
+
+    def _show_live_reply(self) -> None:
+        conversation_id = self.conversation_id
+        live = self._facade.live_reply(conversation_id) if conversation_id else None
+        if live is None:
+            self.live.clear()
+        else:
+            self.live.show_live(live)
+        self.composer.set_live(live is not None)
+        self._update_hint()
+
+    def _update_hint(self) -> None:
+        self.hint.setText(t("chat.empty_hint"))
+        self.hint.setVisible(self._loaded and not self._rows and self.live.isHidden())
+
+    def _show_header(self) -> None:
+        conversation = self._conversation
+        self.title_label.setText(display_title(conversation) if conversation else "")
+        self.bot_label.setText(conversation.bot_name if conversation else "")
+        self.bot_label.setVisible(bool(conversation and conversation.bot_name))
+
+    # -- commands --------------------------------------------------------------------------------------
+
+    def _on_submitted(self, text: str) -> None:
+        conversation_id = self.conversation_id
+        if conversation_id is None:
+            self.composer.set_text(text)
+            return
+        self._stick = True  # what you just said is what you want to see
+        self._calls.start(
+            self._facade.say(conversation_id, text),
+            done=lambda _message: self.on_messages_changed(conversation_id),
+            failed=lambda exc: self._say_failed(conversation_id, text, exc),
+        )
+
+    def _say_failed(self, conversation_id: str, text: str, exc: Exception) -> None:
+        if conversation_id != self.conversation_id:
+            return
+        if not self.composer.text().strip():
+            self.composer.set_text(text)  # give the words back rather than lose them
+        self.composer.set_error(t("composer.send_failed", reason=_reason(exc)))
+
+    def _on_stop(self) -> None:
+        conversation_id = self.conversation_id
+        if conversation_id is not None:
+            self._calls.start(self._facade.cancel_reply(conversation_id))
+
+    # -- layout and scrolling --------------------------------------------------------------------------
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        self._fit_column(event.size().width())
+        super().resizeEvent(event)
+
+    def _fit_column(self, width: int) -> None:
+        side = max(MIN_SIDE_MARGIN, (width - MAX_COLUMN_WIDTH) // 2)
+        self._header_layout.setContentsMargins(side, 14, side, 12)
+        self._column_layout.setContentsMargins(side, 20, side, 20)
+        self._composer_layout.setContentsMargins(side, 4, side, 16)
+
+    def _on_scrolled(self, value: int) -> None:
+        self._stick = value >= self._scroll.verticalScrollBar().maximum() - STICK_SLACK_PX
+
+    def _on_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._stick:
+            self._scroll.verticalScrollBar().setValue(maximum)
+
+    def is_at_bottom(self) -> bool:
+        bar = self._scroll.verticalScrollBar()
+        return bar.value() >= bar.maximum() - STICK_SLACK_PX
+
+    def scroll_to_top(self) -> None:
+        self._scroll.verticalScrollBar().setValue(0)

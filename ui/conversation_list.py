@@ -1,0 +1,219 @@
+"""The sidebar's conversations, most recent first: title, last line, and a dot plus 处理中 while busy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QItemSelectionModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPointF,
+    QRect,
+    QRectF,
+    QSize,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QColor, QFontMetrics, QPainter
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QListView,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QWidget,
+)
+
+from core.chat.views import ConversationView
+from ui import formatting, theme
+from ui.i18n import t
+
+ConversationRole = Qt.ItemDataRole.UserRole + 1
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+def display_title(conversation: ConversationView) -> str:
+    return conversation.title.strip() or t("conversation.untitled")
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class ConversationListModel(QAbstractListModel):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._rows: list[ConversationView] = []
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's own signature
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        row = self._rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return display_title(row)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return one_line(row.last_line)[:300] or None
+        if role == ConversationRole:
+            return row
+        return None
+
+    def conversations(self) -> list[ConversationView]:
+        return list(self._rows)
+
+    def row_of(self, conversation_id: str) -> int:
+        for i, row in enumerate(self._rows):
+            if row.id == conversation_id:
+                return i
+        return -1
+
+    def set_conversations(self, conversations: list[ConversationView]) -> None:
+        rows = sorted(conversations, key=lambda c: c.updated_at, reverse=True)
+        if [r.id for r in rows] == [r.id for r in self._rows]:
+            # Same rows in the same order: repaint in place so selection and scroll stay put.
+            self._rows = rows
+            if rows:
+                self.dataChanged.emit(self.index(0), self.index(len(rows) - 1))
+            return
+        self.beginResetModel()
+        self._rows = rows
+        self.endResetModel()
+
+
+class ConversationDelegate(QStyledItemDelegate):
+    PAD_X = 12
+    PAD_Y = 9
+    INSET = 6
+    GAP = 3
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
+        title = QFontMetrics(theme.font("strong"))
+        small = QFontMetrics(theme.font("small"))
+        return QSize(200, self.PAD_Y * 2 + title.height() + self.GAP + small.height())
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
+        row = index.data(ConversationRole)
+        if not isinstance(row, ConversationView):
+            return
+        c = theme.colors()
+        rect: QRect = option.rect.adjusted(self.INSET, 2, -self.INSET, -2)
+        state = option.state
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        if state & QStyle.StateFlag.State_Selected:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(c.selection))
+            painter.drawRoundedRect(QRectF(rect), 8, 8)
+        elif state & QStyle.StateFlag.State_MouseOver:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(c.hover))
+            painter.drawRoundedRect(QRectF(rect), 8, 8)
+
+        inner = rect.adjusted(self.PAD_X - self.INSET + 4, self.PAD_Y - 2, -(self.PAD_X - self.INSET + 4), 0)
+        title_font = theme.font("strong")
+        small_font = theme.font("small")
+        caption_font = theme.font("caption")
+        title_fm = QFontMetrics(title_font)
+        small_fm = QFontMetrics(small_font)
+        caption_fm = QFontMetrics(caption_font)
+
+        # Right side of the title line: the time, or a dot plus 处理中 while a reply is being worked on.
+        right = t("conversation.working") if row.busy else formatting.when(row.updated_at)
+        right_w = caption_fm.horizontalAdvance(right)
+        dot_w = 12 if row.busy else 0
+        line = one_line(row.last_line)
+        # A conversation with nothing said yet has one line; centre it rather than leave a gap below.
+        top = inner.top() if line else rect.center().y() - title_fm.height() // 2
+        title_rect = QRect(inner.left(), top, inner.width() - right_w - dot_w - 10, title_fm.height())
+        painter.setFont(caption_font)
+        painter.setPen(QColor(c.muted if row.busy else c.faint))
+        right_rect = QRect(inner.right() - right_w, top, right_w, title_fm.height())
+        painter.drawText(right_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, right)
+        if row.busy:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(c.dot("working"))
+            painter.drawEllipse(QPointF(right_rect.left() - 7, right_rect.center().y() + 1), 3.5, 3.5)
+
+        painter.setFont(title_font)
+        painter.setPen(QColor(c.text))
+        title = title_fm.elidedText(display_title(row), Qt.TextElideMode.ElideRight, title_rect.width())
+        painter.drawText(title_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, title)
+
+        line_rect = QRect(inner.left(), title_rect.bottom() + 1 + self.GAP, inner.width(), small_fm.height())
+        painter.setFont(small_font)
+        painter.setPen(QColor(c.muted))
+        shown = small_fm.elidedText(line, Qt.TextElideMode.ElideRight, line_rect.width())
+        painter.drawText(line_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, shown)
+        painter.restore()
+
+
+class ConversationList(QListView):
+    conversationSelected = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("conversationList")
+        self._model = ConversationListModel(self)
+        self.setModel(self._model)
+        self.setItemDelegate(ConversationDelegate(self))
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.setUniformItemSizes(True)
+        self.setMouseTracking(True)
+        self.viewport().setAttribute(Qt.WidgetAttribute.WA_Hover)
+        self.setFrameShape(QListView.Shape.NoFrame)
+        self._current: str | None = None
+        self._quiet = False
+        self.selectionModel().currentChanged.connect(self._on_current_changed)
+
+    @property
+    def current_id(self) -> str | None:
+        return self._current
+
+    def conversations(self) -> list[ConversationView]:
+        return self._model.conversations()
+
+    def conversation(self, conversation_id: str) -> ConversationView | None:
+        row = self._model.row_of(conversation_id)
+        return self._model.conversations()[row] if row >= 0 else None
+
+    def set_conversations(self, conversations: list[ConversationView]) -> None:
+        self._quiet = True
+        try:
+            self._model.set_conversations(conversations)
+            if self._current is not None:
+                self._mark(self._current)
+        finally:
+            self._quiet = False
+
+    def select(self, conversation_id: str) -> None:
+        """Select a conversation and announce it (also when it is already the selected one)."""
+        self._current = conversation_id
+        self._quiet = True
+        try:
+            self._mark(conversation_id)
+        finally:
+            self._quiet = False
+        self.conversationSelected.emit(conversation_id)
+
+    def _mark(self, conversation_id: str) -> None:
+        row = self._model.row_of(conversation_id)
+        if row < 0:
+            self.selectionModel().clearSelection()
+            return
+        index = self._model.index(row)
+        self.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+
+    def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if self._quiet or not current.isValid():
+            return
+        row = current.data(ConversationRole)
+        if isinstance(row, ConversationView) and row.id != self._current:
+            self._current = row.id
+            self.conversationSelected.emit(row.id)

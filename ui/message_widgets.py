@@ -1,0 +1,218 @@
+"""One widget per stored message: the user's bubble on the right, replies on the left as Markdown with their
+folded steps, errors as a red-dotted well that says what to fix, notices small and grey."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from core.chat.views import MessageView
+from ui import markdown, theme
+from ui.activity_view import ActivityView
+from ui.i18n import t
+from ui.status_dot import StatusDot
+
+SELECTABLE = Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+# User bubbles never span the whole column: the left gap keeps "who said it" readable at a glance.
+BUBBLE_INDENT = 72
+
+
+class WrappedLabel(QLabel):
+    """A word-wrapping label that remembers its height per width.
+
+    QLabel lays its text out again on every height query, and a scroll area's layout pass asks every message
+    several times, at more than one width; with a few dozen messages that alone stalls the loop for tens of
+    milliseconds whenever a streaming reply grows by a line. The answer only changes with text, font, style.
+    """
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self._heights: dict[int, int] = {}
+        self.setWordWrap(True)
+        self.setMinimumWidth(1)
+
+    def setText(self, text: str) -> None:
+        self._heights.clear()
+        super().setText(text)
+
+    def heightForWidth(self, width: int) -> int:
+        height = self._heights.get(width)
+        if height is None:
+            if len(self._heights) > 16:
+                self._heights.clear()
+            height = self._heights[width] = super().heightForWidth(width)
+        return height
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.StyleChange, QEvent.Type.FontChange):
+            self._heights.clear()
+        super().changeEvent(event)
+
+
+class BubbleLabel(WrappedLabel):
+    """Plain wrapped text that asks for its natural width, so short lines make short bubbles."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setTextInteractionFlags(SELECTABLE)
+        policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def sizeHint(self) -> QSize:
+        fm = QFontMetrics(self.font())
+        margins = self.contentsMargins()
+        natural = max((fm.horizontalAdvance(line) for line in self.text().splitlines()), default=0)
+        width = min(natural + 2 + margins.left() + margins.right(), self.maximumWidth())
+        return QSize(width, self.heightForWidth(width))
+
+
+class MarkdownLabel(WrappedLabel):
+    """A reply rendered from Markdown: selectable, wrapping, links open in the browser."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__("", parent)
+        self.setProperty("role", "reply")
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setOpenExternalLinks(True)
+        self.setTextInteractionFlags(SELECTABLE | Qt.TextInteractionFlag.LinksAccessibleByMouse)
+        # A long URL or code line must not widen the whole chat column; it wraps or clips instead.
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self._markdown: str | None = None
+        self._plain = ""
+        self.set_markdown(text)
+
+    def markdown(self) -> str:
+        return self._markdown or ""
+
+    def plain_text(self) -> str:
+        """The text as a reader sees it, without Markdown marks."""
+        return self._plain
+
+    def set_markdown(self, text: str) -> None:
+        if text == self._markdown:
+            return
+        self._markdown = text
+        self._render()
+
+    def _render(self) -> None:
+        html, self._plain = markdown.to_html(self._markdown or "", self.font(), theme.colors())
+        self.setText(html)
+
+    def changeEvent(self, event: QEvent) -> None:
+        # The HTML carries colours and the font size; a scheme or font change needs a fresh render.
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.StyleChange, QEvent.Type.FontChange) and self._markdown is not None:
+            self._render()
+
+
+def _caption(text: str, parent: QWidget, align: Qt.AlignmentFlag = Qt.AlignmentFlag.AlignLeft) -> QLabel:
+    label = WrappedLabel(text, parent)
+    label.setProperty("role", "faint")
+    label.setFont(theme.font("caption"))
+    label.setAlignment(align)
+    return label
+
+
+class MessageWidget(QWidget):
+    text_label: QLabel
+
+    def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.view = view
+
+
+class UserMessage(MessageWidget):
+    def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
+        super().__init__(view, parent)
+        self.setObjectName("userMessage")
+        self.bubble = QFrame(self)
+        self.bubble.setObjectName("userBubble")
+        self.text_label = BubbleLabel(view.text, self.bubble)
+        self.text_label.setObjectName("messageText")
+        inner = QVBoxLayout(self.bubble)
+        inner.setContentsMargins(14, 9, 14, 9)
+        inner.addWidget(self.text_label)
+
+        row = QHBoxLayout()
+        row.setContentsMargins(BUBBLE_INDENT, 0, 0, 0)
+        row.addStretch(1)
+        row.addWidget(self.bubble)
+
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(3)
+        column.addLayout(row)
+        if view.state == "queued":
+            column.addWidget(_caption(t("message.queued"), self, Qt.AlignmentFlag.AlignRight))
+
+
+class AssistantMessage(MessageWidget):
+    def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
+        super().__init__(view, parent)
+        self.setObjectName("assistantMessage")
+        self.text_label = MarkdownLabel(view.text, self)
+        self.text_label.setObjectName("messageText")
+        self.text_label.setVisible(bool(view.text.strip()))
+        self.activity = ActivityView(live=False, parent=self)
+        self.activity.set_activity(view.steps, view.duration_ms)
+
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(4)
+        column.addWidget(self.text_label)
+        column.addWidget(self.activity)
+        if view.state == "cancelled":
+            column.addWidget(_caption(t("message.cancelled"), self))
+
+
+class ErrorMessage(MessageWidget):
+    def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
+        super().__init__(view, parent)
+        self.setObjectName("errorMessage")
+        well = QFrame(self)
+        well.setObjectName("errorWell")
+        head = QHBoxLayout()
+        head.setContentsMargins(0, 0, 0, 0)
+        head.setSpacing(4)
+        head.addWidget(StatusDot("failed", 7, well))
+        label = QLabel(t("message.error_label"), well)
+        label.setObjectName("errorTitle")
+        label.setFont(theme.font("strong"))
+        head.addWidget(label)
+        head.addStretch(1)
+        self.text_label = WrappedLabel(view.text, well)
+        self.text_label.setObjectName("messageText")
+        self.text_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.text_label.setTextInteractionFlags(SELECTABLE)
+        inner = QVBoxLayout(well)
+        inner.setContentsMargins(12, 9, 12, 10)
+        inner.setSpacing(4)
+        inner.addLayout(head)
+        inner.addWidget(self.text_label)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(well)
+
+
+class NoticeMessage(MessageWidget):
+    def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
+        super().__init__(view, parent)
+        self.setObjectName("noticeMessage")
+        self.text_label = _caption(view.text, self, Qt.AlignmentFlag.AlignHCenter)
+        self.text_label.setObjectName("messageText")
+        column = QVBoxLayout(self)
+        column.setContentsMargins(24, 0, 24, 0)
+        column.addWidget(self.text_label)
+
+
+def message_widget(view: MessageView, parent: QWidget | None = None) -> MessageWidget:
+    if view.role == "user":
+        return UserMessage(view, parent)
+    if view.role == "assistant":
+        return AssistantMessage(view, parent)
+    if view.role == "error":
+        return ErrorMessage(view, parent)
+    return NoticeMessage(view, parent)
