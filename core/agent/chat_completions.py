@@ -8,7 +8,6 @@ pydantic-ai's typed messages (`ModelRequest`, `ModelResponse`, tool parts) for h
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -235,21 +234,20 @@ class ChatCompletionsClient:
                 raise EndpointError(
                     resp.status_code, _error_message(await resp.aread()), _retry_after(resp.headers)
                 )
-            async with contextlib.aclosing(resp.aiter_lines()) as lines:
-                async for line in lines:
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        # Not `break`: reading on to the end of the body lets httpcore's own stream
-                        # generators finish on the loop instead of being closed later by the GC.
-                        continue
-                    try:
-                        chunk = json.loads(data)
-                    except ValueError as exc:
-                        raise MalformedStreamError(f"unreadable stream chunk: {data[:200]!r}") from exc
-                    if isinstance(chunk, dict) and "error" in chunk:
-                        raise EndpointError(500, _error_message(data.encode()))
-                    if isinstance(chunk, dict):
-                        acc.feed(chunk, on_text)
+            async for line in resp.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    # Not `break`: reading on to the end of the body lets httpcore's own stream
+                    # generators finish on the loop instead of being closed later by the GC.
+                    continue
+                try:
+                    chunk = json.loads(data)
+                except ValueError as exc:
+                    raise MalformedStreamError(f"unreadable stream chunk: {data[:200]!r}") from exc
+                if isinstance(chunk, dict) and "error" in chunk:
+                    raise EndpointError(500, _error_message(data.encode()))
+                if isinstance(chunk, dict):
+                    acc.feed(chunk, on_text)
         return acc.response()

@@ -25,7 +25,6 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
-from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec, echo_responder
@@ -41,7 +40,6 @@ BASH_TOOL = ToolDefinition(
         "required": ["command"],
     },
 )
-NO_RETRIES: ModelSettings = {"max_retries": 0}
 
 
 @pytest.fixture
@@ -57,8 +55,11 @@ async def client(server: ScriptedModelServer) -> AsyncIterator[openai.AsyncOpenA
     await c.close()
 
 
-def pai_model(server: ScriptedModelServer) -> OpenAIChatModel:
-    return OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=server.base_url, api_key="test"))
+@pytest.fixture
+def pai_model(client: openai.AsyncOpenAI) -> OpenAIChatModel:
+    # Built on the test's own client (as core/agent does), which the fixture closes: pydantic-ai's
+    # shared default HTTP client would keep sockets to this test's server open past its event loop.
+    return OpenAIChatModel("fake-model", provider=OpenAIProvider(openai_client=client))
 
 
 # -- openai SDK ------------------------------------------------------------------------------------
@@ -354,11 +355,11 @@ def test_reply_constructors_reject_nonsense():
 # -- pydantic-ai ----------------------------------------------------------------------------------
 
 
-async def test_pydantic_ai_streams_text_deltas_and_usage(server):
+async def test_pydantic_ai_streams_text_deltas_and_usage(server, pai_model):
     server.push(Reply.text("Hello from the fake model", chunks=3, usage=(12, 6)))
 
     texts: list[str] = []
-    async with model_request_stream(pai_model(server), [ModelRequest.user_text_prompt("hi")]) as stream:
+    async with model_request_stream(pai_model, [ModelRequest.user_text_prompt("hi")]) as stream:
         async for event in stream:
             if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
                 texts.append(event.part.content)
@@ -375,12 +376,12 @@ async def test_pydantic_ai_streams_text_deltas_and_usage(server):
     assert server.last_request.body["stream_options"]["include_usage"] is True
 
 
-async def test_pydantic_ai_streams_a_tool_call(server):
+async def test_pydantic_ai_streams_a_tool_call(server, pai_model):
     server.push(Reply.tool_calls([ToolCallSpec("bash", {"command": "echo hi"})], usage=(30, 9)))
     params = ModelRequestParameters(function_tools=[BASH_TOOL])
 
     async with model_request_stream(
-        pai_model(server), [ModelRequest.user_text_prompt("run it")], model_request_parameters=params
+        pai_model, [ModelRequest.user_text_prompt("run it")], model_request_parameters=params
     ) as stream:
         async for _ in stream:
             pass
@@ -396,14 +397,15 @@ async def test_pydantic_ai_streams_a_tool_call(server):
     assert [t["function"]["name"] for t in server.last_request.body["tools"]] == ["bash"]
 
 
-async def test_pydantic_ai_non_streaming_request(server):
+async def test_pydantic_ai_non_streaming_request(server, pai_model):
     server.push(Reply.tool_calls([ToolCallSpec("bash", {"command": "ls"}, id="call_x")], usage=(4, 3)))
     server.push(Reply.text("all done", usage=(5, 2)))
-    model = pai_model(server)
     params = ModelRequestParameters(function_tools=[BASH_TOOL])
 
-    first = await model_request(model, [ModelRequest.user_text_prompt("go")], model_request_parameters=params)
-    second = await model_request(model, [ModelRequest.user_text_prompt("go")])
+    first = await model_request(
+        pai_model, [ModelRequest.user_text_prompt("go")], model_request_parameters=params
+    )
+    second = await model_request(pai_model, [ModelRequest.user_text_prompt("go")])
 
     call = first.parts[0]
     assert isinstance(call, ToolCallPart)
@@ -413,13 +415,11 @@ async def test_pydantic_ai_non_streaming_request(server):
     assert "stream" not in server.last_request.body or server.last_request.body["stream"] is False
 
 
-async def test_pydantic_ai_sees_error_status(server):
+async def test_pydantic_ai_sees_error_status(server, pai_model):
     server.push(Reply.error(429, message="slow down"))
 
     with pytest.raises(ModelHTTPError) as caught:
-        await model_request(
-            pai_model(server), [ModelRequest.user_text_prompt("hi")], model_settings=NO_RETRIES
-        )
+        await model_request(pai_model, [ModelRequest.user_text_prompt("hi")])
 
     assert caught.value.status_code == 429
     assert len(server.requests) == 1
