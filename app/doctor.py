@@ -35,8 +35,8 @@ def _qt() -> Check:
     if sys.platform.startswith("linux") and not display:
         return Check(
             "Qt (PySide6)",
-            True,
-            "installed, but no display: the window needs a desktop session",
+            False,
+            "installed, but there is no display: the window needs a desktop session",
             "Run `errand serve` for headless use, or start Errand from your desktop.",
             required=False,
         )
@@ -68,13 +68,7 @@ def _keyring(data_dir: Path) -> Check:
     store = make_secret_store(data_dir)
     if isinstance(store, KeyringSecretStore):
         asyncio.run(store.probe())
-    return Check(
-        "API key storage",
-        store.available,
-        store.description,
-        "" if store.available else "See above.",
-        required=False,
-    )
+    return Check("API key storage", store.available, store.description, required=False)
 
 
 def _data_dir(data_dir: Path) -> Check:
@@ -87,8 +81,14 @@ def _data_dir(data_dir: Path) -> Check:
         return Check(
             "Data dir", False, f"{data_dir}: {exc.strerror}", "Pass a writable folder with --data-dir."
         )
-    in_use = (data_dir / "api.json").exists()
-    return Check("Data dir", True, f"{data_dir}" + (" (a host seems to be running)" if in_use else ""))
+    from app.instance_lock import DataDirInUseError, DataDirLock
+
+    try:
+        with DataDirLock(data_dir):
+            pass
+    except DataDirInUseError as exc:
+        return Check("Data dir", True, f"{data_dir} (in use by a running Errand, pid {exc.pid})")
+    return Check("Data dir", True, str(data_dir))
 
 
 def _model() -> Check:
