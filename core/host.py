@@ -52,6 +52,8 @@ class Host:
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None
         self.started = asyncio.Event()
+        # Said plainly to the user (health, doctor) and to the model: whether shell commands are sandboxed.
+        self.sandbox_note = ""
 
     @property
     def runtime(self) -> AgentRuntime:
@@ -74,9 +76,10 @@ class Host:
         )
         default = await self.bots.ensure_default()
         # The sandbox probe runs a process once per app run; do it here, off the loop, not in a first turn.
-        await asyncio.to_thread(
+        sandbox = await asyncio.to_thread(
             runtime_module.ShellSandbox.detect, await self.bots.permission(default.id), self._home
         )
+        self.sandbox_note = sandbox.description
         await self.chat.start(self.runtime)
         self.started.set()
         log.info("host started on %s", self.data_dir)

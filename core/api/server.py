@@ -146,7 +146,11 @@ class ApiServer:
 
     async def health(self, request: web.Request) -> web.Response:
         return web.json_response(
-            {"status": "ok" if self._host.started.is_set() else "starting", "version": __version__}
+            {
+                "status": "ok" if self._host.started.is_set() else "starting",
+                "version": __version__,
+                "sandbox": self._host.sandbox_note,
+            }
         )
 
     async def list_bots(self, request: web.Request) -> web.Response:

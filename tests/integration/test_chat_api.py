@@ -80,8 +80,9 @@ async def test_the_api_refuses_requests_without_the_token_or_from_a_foreign_host
         foreign = await client.get("/api/health", headers={"Host": "evil.example.com"})
         assert foreign.status_code == 403
         assert (await client.get("/api/health", headers={"Host": "localhost:1234"})).status_code == 200
-        health = await client.get("/api/health")
-        assert health.json()["status"] == "ok"
+        health = (await client.get("/api/health")).json()
+        assert health["status"] == "ok"
+        assert "bubblewrap" in health["sandbox"]  # says plainly whether shell commands are sandboxed
 
 
 async def test_bad_input_gets_a_clear_error_and_changes_nothing(host: Host) -> None:
