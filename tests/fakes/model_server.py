@@ -177,7 +177,11 @@ Responder = Callable[[JsonDict], Reply | None]
 
 @dataclass
 class RecordedRequest:
-    """One chat completion request as the server saw it. Times are `time.monotonic()` seconds."""
+    """One chat completion request as the server saw it.
+
+    Times are `time.monotonic()` seconds, so a benchmark's step gap is
+    `requests[i + 1].received_at - requests[i].responded_at`.
+    """
 
     body: JsonDict
     received_at: float
@@ -185,6 +189,7 @@ class RecordedRequest:
     responded_at: float | None = None
     # When the server noticed the client went away before the reply was complete.
     disconnected_at: float | None = None
+    # Lower-cased names, so lookups don't depend on how the client spelled them.
     headers: dict[str, str] = field(default_factory=dict)
     reply: Reply | None = None
 
@@ -359,7 +364,10 @@ class ScriptedModelServer:
 
         reply = self._next_reply(body)
         record = RecordedRequest(
-            body=body, received_at=received_at, headers=dict(request.headers), reply=reply
+            body=body,
+            received_at=received_at,
+            headers={k.lower(): v for k, v in request.headers.items()},
+            reply=reply,
         )
         # Taking the reply and recording happen with no await between them, so request i always
         # gets the i-th scripted reply even when requests run concurrently.
@@ -397,20 +405,25 @@ class ScriptedModelServer:
         if not await self._pause(reply.latency_s) or reply.kind == "disconnect":
             return _abort(request)
         if reply.kind == "error":
-            resp = _error_response(reply.status, reply.message, retry_after=reply.retry_after)
-            await resp.prepare(request)
-            await resp.write_eof()
-            record.responded_at = time.monotonic()
-            self._notify()
-            return resp
+            error = _error_response(reply.status, reply.message, retry_after=reply.retry_after)
+            return await self._send_whole(request, error, record)
 
         completion = _Completion(body=body, reply=reply, serial=serial)
         if body.get("stream"):
             return await self._serve_stream(request, completion, record)
-        resp = web.json_response(completion.full_response())
-        await resp.prepare(request)
-        await resp.write_eof()
-        record.responded_at = time.monotonic()
+        return await self._send_whole(request, web.json_response(completion.full_response()), record)
+
+    async def _send_whole(
+        self, request: web.Request, resp: web.Response, record: RecordedRequest
+    ) -> web.StreamResponse:
+        # Written here rather than by aiohttp after we return, so responded_at is the real write time.
+        try:
+            await resp.prepare(request)
+            await resp.write_eof()
+        except ConnectionError:
+            record.disconnected_at = time.monotonic()
+        else:
+            record.responded_at = time.monotonic()
         self._notify()
         return resp
 
@@ -524,7 +537,8 @@ class _Completion:
         # OpenAI announces the role once, on the first delta.
         deltas[0] = {"role": "assistant", **deltas[0]}
 
-        include_usage = bool((self.body.get("stream_options") or {}).get("include_usage"))
+        options = self.body.get("stream_options")
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         chunks = [
             self._chunk([{"index": 0, "delta": d, "finish_reason": None, "logprobs": None}]) for d in deltas
         ]

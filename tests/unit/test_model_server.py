@@ -266,7 +266,7 @@ async def test_requests_are_recorded_in_order_with_bodies(server, client):
     assert [server.messages_of(i)[-1]["content"] for i in range(3)] == ["one", "two", "three"]
     assert server.last_request is recorded[-1]
     assert server.last_request.body["temperature"] == 0.5
-    assert server.last_request.headers["Authorization"] == "Bearer test"
+    assert server.last_request.headers["authorization"] == "Bearer test"
     for request in recorded:
         assert request.responded_at is not None
         assert request.responded_at >= request.received_at
