@@ -280,3 +280,37 @@ async def test_a_rejected_key_is_not_retried_and_says_what_to_fix(
     assert ended.outcome == "error"
     assert "rejected the API key" in ended.error
     assert len(model_server.requests) == 1
+
+
+async def test_a_session_offers_only_its_allowed_tools_and_carries_its_prompt_sections(
+    runtime, model_server, tmp_path: Path
+) -> None:
+    from core.agent.model_config import ModelConfig
+    from core.agent.sandbox import Permission, Preset
+    from core.agent.session_spec import SessionSpec
+
+    rec = Recorder(runtime)
+    model_server.push_many(
+        [Reply.tool_calls([ToolCallSpec("write_file", {"path": "x.txt", "content": "no"})]), Reply.text("ok")]
+    )
+    workspace = tmp_path / "ws-limited"
+    spec = SessionSpec(
+        session_id="task-t_limited",
+        kind="task",
+        bot_id="b",
+        cwd=workspace,
+        model=ModelConfig(model_server.base_url, "fake-model", "k"),
+        permission=Permission(Preset.WORKSPACE_WRITE, workspace),
+        prompt_sections=("Task brief: count the files.",),
+        allowed_tools=frozenset({"read_file", "list_files"}),
+    )
+    session = await runtime.open_session(spec)
+    session.prompt("go")
+    await rec.wait_for(ev.TurnEnded)
+
+    first = model_server.requests[0].body
+    assert sorted(t["function"]["name"] for t in first["tools"]) == ["list_files", "read_file"]
+    assert "Task brief: count the files." in first["messages"][0]["content"]
+    # A tool the session does not have is refused even if the model calls it.
+    assert "no tool named 'write_file'" in tool_messages(model_server, 1)[0]["content"]
+    assert not (workspace / "x.txt").exists()
