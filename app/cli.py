@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.instance_lock import DataDirInUseError, DataDirLock
 from app.paths import resolve_data_dir
 from core.version import __version__
 
@@ -29,20 +30,27 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     data_dir = resolve_data_dir(getattr(args, "sub_data_dir", None) or args.data_dir)
-    if args.command == "serve":
-        if not 0 <= args.port <= 65535:
-            print("errand: --port must be between 0 and 65535", file=sys.stderr)
-            return 2
-        from app.serve import run_serve
-
-        return run_serve(data_dir, args.port)
     if args.command == "doctor":
         from app.doctor import run_doctor
 
         return run_doctor(data_dir)
-    from app.gui import run_gui
+    if args.command == "serve" and not 0 <= args.port <= 65535:
+        print("errand: --port must be between 0 and 65535", file=sys.stderr)
+        return 2
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # One host per data dir, whether it has a window or not; a second one stops here, at once.
+    try:
+        with DataDirLock(data_dir):
+            if args.command == "serve":
+                from app.serve import run_serve
 
-    return run_gui(data_dir)
+                return run_serve(data_dir, args.port)
+            from app.gui import run_gui
+
+            return run_gui(data_dir)
+    except DataDirInUseError as exc:
+        print(f"errand: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-from app.instance_lock import DataDirInUseError, DataDirLock
 from app.logging_setup import setup_logging
 from app.secrets import make_secret_store
 from app.settings_from_env import model_override
@@ -28,18 +27,9 @@ def _process_age() -> float:
 
 
 def run_gui(data_dir: Path) -> int:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    lock = DataDirLock(data_dir)
-    try:
-        lock.acquire()
-    except DataDirInUseError as exc:
-        print(f"errand: {exc}", file=sys.stderr)
-        return 1
-    try:
-        setup_logging(data_dir, to_stderr=False)
-        return _run(data_dir)
-    finally:
-        lock.release()
+    """Run the tray app; the caller holds the data-dir lock."""
+    setup_logging(data_dir, to_stderr=False)
+    return _run(data_dir)
 
 
 def _run(data_dir: Path) -> int:

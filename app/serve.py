@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from app.api_file import remove_api_file, write_api_file
-from app.instance_lock import DataDirInUseError, DataDirLock
 from app.logging_setup import setup_logging
 from app.secrets import make_secret_store
 from app.settings_from_env import model_override
@@ -19,45 +18,36 @@ log = logging.getLogger(__name__)
 
 
 async def serve(data_dir: Path, port: int) -> int:
-    await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
-    lock = DataDirLock(data_dir)
-    try:
-        lock.acquire()
-    except DataDirInUseError as exc:
-        print(f"errand: {exc}", file=sys.stderr)
-        return 1
-    try:
-        setup_logging(data_dir, to_stderr=True)
-        from core.api.server import ApiServer
-        from core.host import Host
+    """Run the host headless until SIGTERM; the caller holds the data-dir lock."""
+    setup_logging(data_dir, to_stderr=True)
+    from core.api.server import ApiServer
+    from core.host import Host
 
-        host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await host.start()
-        api = ApiServer(host, token=secrets.token_urlsafe(32), port=port)
-        try:
-            url = await api.start()
-        except OSError as exc:
-            print(
-                f"errand: cannot listen on 127.0.0.1:{port} ({exc.strerror}). Pick another --port.",
-                file=sys.stderr,
-            )
-            await host.stop()
-            return 1
-        path = write_api_file(data_dir, url, api.token)
-        print(f"Errand API listening on {url} (token in {path})", flush=True)
-        log.info("serving API on %s", url)
-        await stop.wait()
-        log.info("stopping")
-        await api.stop()
+    host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await host.start()
+    api = ApiServer(host, token=secrets.token_urlsafe(32), port=port)
+    try:
+        url = await api.start()
+    except OSError as exc:
+        print(
+            f"errand: cannot listen on 127.0.0.1:{port} ({exc.strerror}). Pick another --port.",
+            file=sys.stderr,
+        )
         await host.stop()
-        remove_api_file(data_dir)
-        return 0
-    finally:
-        lock.release()
+        return 1
+    path = write_api_file(data_dir, url, api.token)
+    print(f"Errand API listening on {url} (token in {path})", flush=True)
+    log.info("serving API on %s", url)
+    await stop.wait()
+    log.info("stopping")
+    await api.stop()
+    await host.stop()
+    remove_api_file(data_dir)
+    return 0
 
 
 def run_serve(data_dir: Path, port: int) -> int:

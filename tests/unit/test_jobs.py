@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import select
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +14,7 @@ from core.agent.events import JobEnded, JobStarted
 from core.agent.jobs import TAIL_BYTES, Job, JobManager
 from core.agent.sandbox import Permission, Preset, ShellSandbox
 from core.clock import SystemClock
+from tests.processes import read_fifo, wait_gone
 
 
 @dataclass
@@ -40,27 +39,6 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
     harness.manager.on_job_end = harness.ended.put_nowait
     yield harness
     await harness.manager.shutdown()
-
-
-def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    """True once `pid` has exited (a zombie counts). Waits on a pidfd instead of polling."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([fd], [], [], timeout)[0])
-    finally:
-        os.close(fd)
-
-
-async def read_fifo(path: Path, timeout: float = 20.0) -> str:
-    try:
-        return await asyncio.wait_for(asyncio.to_thread(path.read_text), timeout)
-    except TimeoutError:
-        with contextlib.suppress(OSError):
-            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-        raise
 
 
 async def test_job_runs_emits_events_and_calls_the_end_hook(h: Harness) -> None:

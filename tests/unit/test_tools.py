@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import select
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from core.agent.sandbox import PathGuard, Permission, Preset, ShellSandbox
 from core.agent.tool_api import ToolContext, ToolError, ToolSpec
 from core.agent.tools.common import common_tools
 from core.clock import Clock, FakeClock, SystemClock
+from tests.processes import read_fifo, wait_gone
 
 # -- harness ---------------------------------------------------------------------------------------------
 
@@ -77,30 +76,6 @@ async def env(tmp_path: Path) -> Any:
     environment = make_env(tmp_path)
     yield environment
     await environment.ctx.jobs.shutdown()
-
-
-def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    """True once `pid` has exited (a zombie counts: it runs nothing). Waits on a pidfd, not by polling."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], timeout)
-        return bool(readable)
-    finally:
-        os.close(fd)
-
-
-async def read_fifo(path: Path, timeout: float = 20.0) -> str:
-    """What a child writes into the FIFO: the event that says it is running."""
-    try:
-        return await asyncio.wait_for(asyncio.to_thread(path.read_text), timeout)
-    except TimeoutError:
-        # Unblock the reader thread so the test can fail instead of hanging.
-        with contextlib.suppress(OSError):
-            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-        raise
 
 
 async def until_sleeping(clock: FakeClock) -> None:
