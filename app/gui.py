@@ -26,8 +26,24 @@ def _process_age() -> float:
     return time.time() - float(psutil.Process().create_time())
 
 
+def no_display_reason() -> str | None:
+    """Why a window cannot open here, or None. Qt itself would abort with a cryptic plugin error."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return (
+        "There is no display here (neither DISPLAY nor WAYLAND_DISPLAY is set), so the window cannot open. "
+        "Start Errand from your desktop session, or run `errand serve` for the headless host and its API."
+    )
+
+
 def run_gui(data_dir: Path) -> int:
     """Run the tray app; the caller holds the data-dir lock."""
+    reason = no_display_reason()
+    if reason:
+        print(f"errand: {reason}", file=sys.stderr)
+        return 2
     setup_logging(data_dir, to_stderr=False)
     return _run(data_dir)
 

@@ -169,3 +169,20 @@ async def test_after_sigkill_an_untaken_message_is_answered_and_a_cut_off_one_ge
     assert not any(m["role"] == "assistant" and "first" in m["text"] for m in everything)
     sent = [m["content"] for r in model_server.requests for m in r.messages if m["role"] == "user"]
     assert sent.count("second, queued") == 1
+
+
+async def test_the_app_without_a_display_says_so_instead_of_crashing(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app.cli",
+        "--data-dir",
+        str(tmp_path / "d"),
+        cwd=ROOT,
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+    assert proc.returncode == 2
+    assert b"no display" in err and b"errand serve" in err
