@@ -206,6 +206,14 @@ class ChatView(QWidget):
             return  # read for a conversation that is no longer shown
         self._show_messages(views)
         self._loaded = True
+        if (
+            self._messages.stale
+            and not self.live.isHidden()
+            and self._facade.live_reply(conversation_id) is None
+        ):
+            # The reply just ended but this read predates its stored message: keep the bubble until the
+            # read that follows shows the stored reply, so nothing blinks away in between.
+            return
         self._show_live_reply()
 
     def _load_failed(self, exc: Exception) -> None:

@@ -34,6 +34,11 @@ class Reloader(Generic[T]):
     def busy(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    @property
+    def stale(self) -> bool:
+        """While a value is applied: a newer read was asked for meanwhile and follows right after."""
+        return self._dirty
+
     def request(self) -> asyncio.Future[None]:
         """Ask for a fresh read; the future resolves once the view shows data read after this call."""
         self._dirty = True

@@ -51,13 +51,14 @@ def _styled_app(qapp: QApplication) -> Iterator[None]:
 async def wait_until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
     """Let the loop (Qt events and tasks) run until `predicate` holds; fail after `timeout` seconds.
 
-    Tests never sleep; this is the one place that yields to the loop in a bounded poll.
+    Widgets change through Qt events with no asyncio event to wait on, so this yields to the loop (no
+    sleeping: a zero-delay yield lets qasync run Qt events and timers) and re-checks, up to a deadline.
     """
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(0)
 
 
 @pytest.fixture

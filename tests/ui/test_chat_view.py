@@ -113,8 +113,9 @@ async def test_a_streamed_reply_grows_in_place_then_the_stored_reply_replaces_it
         await wait_until(lambda expected=shown: live_text(window) == expected)  # type: ignore[misc]
 
     facade.finish_reply(cid, "Hello, **world**!", STEPS[:1], 900)
-    await wait_until(lambda: live_text(window) is None)
-    assert visible_messages(window) == [("UserMessage", "Say hello"), ("AssistantMessage", "Hello, world!")]
+    stored = [("UserMessage", "Say hello"), ("AssistantMessage", "Hello, world!")]
+    # Qt shows a widget added to a visible window one event later, so wait for the final picture.
+    await wait_until(lambda: live_text(window) is None and visible_messages(window) == stored)
 
 
 async def test_many_quick_deltas_end_as_the_full_text(window: MainWindow, facade: FakeChatFacade) -> None:
