@@ -1,6 +1,6 @@
 """Render the chat window with a realistic conversation to PNG files, in both schemes, to look at it.
 
-    .venv/bin/python -m tests.ui.render_chat [OUT_DIR] [--lang zh|en]
+    .venv/bin/python -m bench.render_chat [OUT_DIR] [--lang zh|en]
 
 Runs offscreen. For both schemes it writes chat-<scheme>-<lang>.png (scrolled to the end, as opened) and
 chat-<scheme>-<lang>-top.png into OUT_DIR (default /tmp/errand-shots).
