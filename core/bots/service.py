@@ -111,6 +111,10 @@ class BotService:
             self._bus.publish(BotsChanged())
         return await self._view(record)
 
+    async def names(self) -> dict[str, str]:
+        """Bot id -> name, without touching the keyring (lists refresh often)."""
+        return {r.id: r.name for r in await self._db.read(bot_rows.list_bots)}
+
     async def list(self) -> list[BotView]:
         return [await self._view(r) for r in await self._db.read(bot_rows.list_bots)]
 

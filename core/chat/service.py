@@ -147,7 +147,7 @@ class ChatService:
             return [(c, msg_rows.last_message(s, c.id)) for c in conv_rows.list_conversations(s)]
 
         rows = await self._db.read(read)
-        names = {b.id: b.name for b in await self._bots.list()}
+        names = await self._bots.names()
         return [
             ConversationView(
                 id=c.id,
