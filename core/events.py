@@ -27,3 +27,10 @@ class LiveReplyChanged:
     """The reply being streamed in this conversation grew (text or steps), started or finished."""
 
     conversation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskChanged:
+    """A task's stage, runs or latest line changed."""
+
+    task_id: str

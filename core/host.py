@@ -20,7 +20,12 @@ from core.bots.service import BotService
 from core.bus import EventBus
 from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
+from core.delivery.outbox import Outbox
 from core.store.database import Database
+from core.tasks.prompts import CHAT_TASK_RULES
+from core.tasks.runner import TASK_RETRY
+from core.tasks.service import TaskService
+from core.tasks.slots import SlotPolicy
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -40,6 +45,8 @@ class Host:
         web_transport: httpx.AsyncBaseTransport | None = None,
         database_url: str | None = None,
         chat_retry: RetryPolicy | None = None,
+        task_retry: RetryPolicy | None = None,
+        slot_policy: SlotPolicy | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.clock: Clock = clock or SystemClock()
@@ -47,7 +54,26 @@ class Host:
         self.secrets = secrets
         self.db = Database(database_url) if database_url else Database.for_data_dir(data_dir)
         self.bots = BotService(self.db, self.bus, self.clock, data_dir, secrets, model_override)
-        self.chat = ChatService(self.db, self.bus, self.clock, self.bots, retry=chat_retry or RetryPolicy())
+        self.outbox = Outbox(self.db, self.bus, self.clock)
+        self.tasks = TaskService(
+            self.db,
+            self.bus,
+            self.clock,
+            self.bots,
+            self.outbox,
+            policy=slot_policy,
+            retry=task_retry or TASK_RETRY,
+            current_turn=lambda cid: live.turn_id if (live := self.chat.live_reply(cid)) else None,
+        )
+        self.chat = ChatService(
+            self.db,
+            self.bus,
+            self.clock,
+            self.bots,
+            retry=chat_retry or RetryPolicy(),
+            extra_tools=self.tasks.chat_tools,
+            prompt_sections=(CHAT_TASK_RULES,),
+        )
         self._home = home
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None
@@ -81,12 +107,14 @@ class Host:
         )
         self.sandbox_note = sandbox.description
         await self.chat.start(self.runtime)
+        await self.tasks.start(self.runtime)
         self.started.set()
         log.info("host started on %s", self.data_dir)
 
     async def stop(self) -> None:
         """Finish writes, stop sessions and jobs, close the database. Safe to call twice."""
         if self._runtime is not None:
+            await self.tasks.shutdown()
             await self._runtime.close()
             await self.chat.stop()
             self._runtime = None

@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import re
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -89,6 +90,19 @@ class HistoryStore:
 
     async def exists(self, session_id: str) -> bool:
         return bool(await self._run((self._dir(session_id) / "history.jsonl").exists))
+
+    async def size(self, session_id: str) -> int:
+        """Bytes the session's history takes on disk."""
+        result = await self._run(self._size_sync, session_id)
+        assert isinstance(result, int)
+        return result
+
+    def _size_sync(self, session_id: str) -> int:
+        directory = self._dir(session_id)
+        return sum(p.stat().st_size for p in directory.glob("*") if p.is_file()) if directory.exists() else 0
+
+    async def delete(self, session_id: str) -> None:
+        await self._run(shutil.rmtree, self._dir(session_id), True)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

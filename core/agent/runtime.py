@@ -100,6 +100,15 @@ class AgentRuntime:
             await session.close()
             await self.jobs.kill_session(session_id)
 
+    async def history_size(self, session_id: str) -> int:
+        return await self.history.size(session_id)
+
+    async def delete_history(self, session_id: str) -> None:
+        """Remove a closed session's history from disk (a deleted task)."""
+        if session_id in self._sessions:
+            raise RuntimeError(f"session {session_id} is still open")
+        await self.history.delete(session_id)
+
     def sessions(self) -> list[AgentSession]:
         return list(self._sessions.values())
 

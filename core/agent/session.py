@@ -100,6 +100,7 @@ class AgentSession:
         self._idle = asyncio.Event()
         self._idle.set()
         self._closed = False
+        self._refusal = ""
         self._tools: dict[str, ToolSpec] = self._select_tools()
         # Built once: a JSON schema per tool costs ~1 ms, too much to redo at every step.
         self._tool_definitions = [
@@ -152,6 +153,21 @@ class AgentSession:
             except asyncio.CancelledError:
                 if not turn.done():
                     raise  # our caller was cancelled, not just the turn
+
+    async def inject(self, text: str) -> None:
+        """Add `text` to the history without waking the session (P3 §10 `inject`): an idle session reads it
+        with its next turn; a running turn reads it at its next step."""
+        if self._turn is not None and not self._turn.done():
+            self._steers.append(_Input(f"note_{secrets.token_hex(6)}", text))
+            return
+        note = ModelRequest(parts=[UserPromptPart(text)])
+        self.history.append(note)
+        await self._runtime.history.append(self.session_id, [note])
+
+    def refuse_tools(self, reason: str) -> None:
+        """From now on every tool call is answered with `reason` (a task that has ended must not act);
+        an empty reason lifts the refusal (a done task resumed by a follow-up)."""
+        self._refusal = reason
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self._idle.wait(), timeout)
@@ -364,6 +380,8 @@ class AgentSession:
         return ToolReturnPart(tool_name=call.tool_name, content=output, tool_call_id=call.tool_call_id)
 
     async def _execute(self, call: ToolCallPart) -> tuple[bool, str]:
+        if self._refusal:
+            return False, f"Error: {self._refusal}"
         tool = self._tools.get(call.tool_name)
         if tool is None:
             available = ", ".join(self._tools)

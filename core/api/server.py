@@ -81,6 +81,13 @@ class ApiServer:
         r.add_post("/api/conversations", self.create_conversation)
         r.add_get("/api/conversations/{id}/messages", self.list_messages)
         r.add_post("/api/conversations/{id}/messages", self.post_message)
+        r.add_get("/api/tasks", self.list_tasks)
+        r.add_post("/api/tasks", self.create_task)
+        r.add_get("/api/tasks/{id}", self.get_task)
+        r.add_get("/api/tasks/{id}/runs/{run}/activity", self.run_activity)
+        r.add_post("/api/tasks/{id}/stop", self.stop_task)
+        r.add_post("/api/tasks/{id}/continue", self.continue_task)
+        r.add_delete("/api/tasks/{id}", self.delete_task)
         return app
 
     async def start(self) -> str:
@@ -218,3 +225,55 @@ class ApiServer:
         text = required_str(body, "text")
         message = await self._host.chat.say(conversation_id, text)
         return web.json_response({"message": message_json(message)}, status=202)
+
+    # ---- tasks (P3 §10) -----------------------------------------------------------------------------
+
+    async def list_tasks(self, request: web.Request) -> web.Response:
+        groups = [g for g in request.query.get("group", "").split(",") if g]
+        tasks = await self._host.tasks.list_tasks(
+            bot_id=request.query.get("bot") or None, groups=groups, lang=_lang(request)
+        )
+        return web.json_response({"tasks": [t.to_json() for t in tasks]})
+
+    async def create_task(self, request: web.Request) -> web.Response:
+        body = await json_object(request)
+        text = required_str(body, "text")
+        budget = body.get("budgetUsd")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)):
+            raise InvalidInputError("budgetUsd", "must be a number")
+        task = await self._host.tasks.create(
+            bot_id=optional_str(body, "botId") or None,
+            conversation_id=optional_str(body, "conversationId") or None,
+            words=text,
+            budget_usd=float(budget) if budget is not None else None,
+            record_request=True,
+        )
+        return web.json_response(task.to_json(), status=201)
+
+    async def get_task(self, request: web.Request) -> web.Response:
+        detail = await self._host.tasks.detail(request.match_info["id"], lang=_lang(request))
+        return web.json_response(detail.to_json())
+
+    async def run_activity(self, request: web.Request) -> web.Response:
+        steps = await self._host.tasks.run_activity(request.match_info["id"], request.match_info["run"])
+        return web.json_response({"steps": steps})
+
+    async def stop_task(self, request: web.Request) -> web.Response:
+        task = await self._host.tasks.stop_task(request.match_info["id"])
+        return web.json_response(task.to_json())
+
+    async def continue_task(self, request: web.Request) -> web.Response:
+        body = await json_object(request)
+        how = await self._host.tasks.follow_up(request.match_info["id"], required_str(body, "text"))
+        return web.json_response({"result": how}, status=202)
+
+    async def delete_task(self, request: web.Request) -> web.Response:
+        await self._host.tasks.delete_task(request.match_info["id"])
+        return web.json_response({"deleted": request.match_info["id"]})
+
+
+def _lang(request: web.Request) -> str:
+    lang = request.query.get("lang", "zh")
+    if lang not in ("zh", "en"):
+        raise InvalidInputError("lang", "must be zh or en")
+    return lang

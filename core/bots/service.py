@@ -191,10 +191,11 @@ class BotService:
     async def model_config(self, bot_id: str) -> ModelConfig:
         return await self.model_config_of(await self._record(bot_id))
 
-    async def permission(self, bot_id: str) -> Permission:
+    async def permission(self, bot_id: str, *, preset: str | None = None) -> Permission:
+        """The bot's permission; `preset` overrides the bot's own (a task's snapshot)."""
         record = await self._record(bot_id)
         return Permission(
-            preset=Preset.parse(record.preset),
+            preset=Preset.parse(preset or record.preset),
             workspace=Path(record.workspace),
             # The app's own data (database, API token, other bots) is never readable by tools.
             denied=tuple(

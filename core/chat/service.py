@@ -19,6 +19,7 @@ from core.activity import ActivityLog
 from core.agent import events as ev
 from core.agent.model_config import RetryPolicy
 from core.agent.session_spec import SessionSpec
+from core.agent.tool_api import ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.chat.views import ActivityStep, ConversationView, LiveReply, MessageState, MessageView
@@ -92,9 +93,19 @@ class ChatService:
     """Implements `core.chat.facade.ChatFacade`."""
 
     def __init__(
-        self, db: Database, bus: EventBus, clock: Clock, bots: BotService, *, retry: RetryPolicy | None = None
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        bots: BotService,
+        *,
+        retry: RetryPolicy | None = None,
+        extra_tools: Callable[[], list[ToolSpec]] = list,
+        prompt_sections: tuple[str, ...] = (),
     ) -> None:
         self._retry = retry or RetryPolicy()
+        self._extra_tools = extra_tools
+        self._prompt_sections = prompt_sections
         self._db = db
         self._bus = bus
         self._clock = clock
@@ -255,6 +266,8 @@ class ChatService:
             model=model,
             permission=await self._bots.permission(conversation.bot_id),
             retry=self._retry,
+            extra_tools=tuple(self._extra_tools()),
+            prompt_sections=self._prompt_sections,
         )
         return await runtime.open_session(spec)
 

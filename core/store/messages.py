@@ -40,6 +40,7 @@ class MessageRecord:
     duration_ms: int
     activity: list[dict[str, object]]
     created_at: float
+    task_id: str = ""  # the task whose result this message is
 
 
 def insert_message(
@@ -57,6 +58,7 @@ def insert_message(
     tokens_out: int = 0,
     duration_ms: int = 0,
     activity: Sequence[Mapping[str, object]] | None = None,
+    task_id: str = "",
 ) -> MessageRecord:
     row = MessageRow(
         conversation_id=conversation_id,
@@ -69,6 +71,7 @@ def insert_message(
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         duration_ms=duration_ms,
+        task_id=task_id,
         activity=json.dumps([dict(step) for step in activity or ()], ensure_ascii=False, allow_nan=False),
         created_at=now,
     )
@@ -133,6 +136,17 @@ def unanswered_user_messages(s: Session) -> list[MessageRecord]:
     return [_record(row) for row in s.scalars(stmt)]
 
 
+def last_user_message(s: Session, conversation_id: str) -> MessageRecord | None:
+    """The person's latest message here: the request a chat turn is answering."""
+    row = s.scalars(
+        select(MessageRow)
+        .where(MessageRow.conversation_id == conversation_id, MessageRow.role == "user")
+        .order_by(MessageRow.id.desc())
+        .limit(1)
+    ).first()
+    return _record(row) if row is not None else None
+
+
 def last_message(s: Session, conversation_id: str) -> MessageRecord | None:
     row = s.scalars(
         select(MessageRow)
@@ -178,4 +192,5 @@ def _record(row: MessageRow) -> MessageRecord:
         duration_ms=row.duration_ms,
         activity=_activity(row.activity),
         created_at=row.created_at,
+        task_id=row.task_id,
     )

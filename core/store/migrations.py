@@ -12,7 +12,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Column, Connection, Double, Engine, Integer, MetaData, Table, func, inspect, select
+from sqlalchemy import (
+    Column,
+    Connection,
+    Double,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    func,
+    inspect,
+    select,
+)
 from sqlalchemy.schema import CreateColumn
 
 from core.store.models import Base
@@ -57,9 +69,20 @@ def _create_chat_tables(conn: Connection) -> None:
     Base.metadata.create_all(conn, tables=[Base.metadata.tables[n] for n in names])
 
 
+def _create_task_tables(conn: Connection) -> None:
+    names = ("tasks", "runs", "run_inputs", "deliveries")
+    Base.metadata.create_all(conn, tables=[Base.metadata.tables[n] for n in names])
+
+
+def _add_message_task_id(conn: Connection) -> None:
+    add_column(conn, "messages", Column("task_id", String, nullable=False, server_default=""))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
-    # Append here: Migration(2, "...", _function_taking_a_connection),
+    Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
+    Migration(3, "messages.task_id: a task's result in its conversation", _add_message_task_id),
+    # Append here: Migration(4, "...", _function_taking_a_connection),
 ]
 
 

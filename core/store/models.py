@@ -66,6 +66,7 @@ class MessageRow(Base):
     state: Mapped[str]
     input_id: Mapped[str] = mapped_column(default="", server_default="")
     turn_id: Mapped[str] = mapped_column(default="", server_default="")
+    task_id: Mapped[str] = mapped_column(default="", server_default="")  # set on a task's pushed result
     model: Mapped[str] = mapped_column(default="", server_default="")
     tokens_in: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     tokens_out: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
@@ -81,3 +82,111 @@ class SettingRow(Base):
     key: Mapped[str] = mapped_column(primary_key=True)
     value: Mapped[str]  # JSON
     updated_at: Mapped[float]
+
+
+# -- background tasks (migration 2) ----------------------------------------------------------------
+# Ids are chosen by callers (`t_…`, `r_…`, `i_…`; a delivery's id is stable, e.g. `<run id>:result`).
+# Every time is epoch seconds passed in by the caller; 0 means "not yet". Enumerated columns are checked by
+# the repositories, not the schema, so a later value needs no migration.
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (Index("ix_tasks_bot_id_ended_at", "bot_id", "ended_at"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    bot_id: Mapped[str] = mapped_column(ForeignKey("bots.id"))
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
+    origin_message_id: Mapped[int] = mapped_column(default=0, server_default=_ZERO)  # messages.id
+    origin_ref: Mapped[str] = mapped_column(default="", server_default="")  # channel handle; never a secret
+    title: Mapped[str]
+    brief: Mapped[str]
+    session_id: Mapped[str]
+    folder: Mapped[str]  # absolute
+    model: Mapped[str] = mapped_column(default="", server_default="")
+    permission: Mapped[str]  # a preset name, snapshotted at creation
+    budget_usd: Mapped[float]
+    spent_usd: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    report: Mapped[str] = mapped_column(default="", server_default="")  # the latest Report, as JSON
+    ended_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    end_reason: Mapped[str] = mapped_column(default="", server_default="")
+    stopped_by: Mapped[str] = mapped_column(default="", server_default="")
+    cleanup_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    created_at: Mapped[float]
+    updated_at: Mapped[float]
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_state_queued_at", "state", "queued_at"),
+        Index("ix_runs_task_id_queued_at", "task_id", "queued_at"),
+        Index("ix_runs_rule_id_queued_at", "rule_id", "queued_at"),
+    )
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    bot_id: Mapped[str]
+    # Exactly one of the two is set, so neither can be a foreign key ('' references nothing).
+    task_id: Mapped[str] = mapped_column(default="", server_default="")
+    rule_id: Mapped[str] = mapped_column(default="", server_default="")
+    rule_version: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
+    mode: Mapped[str] = mapped_column(default="act", server_default="act")
+    session_id: Mapped[str]
+    cause: Mapped[str]
+    state: Mapped[str]
+    outcome: Mapped[str] = mapped_column(default="", server_default="")
+    report: Mapped[str] = mapped_column(default="", server_default="")
+    would: Mapped[str] = mapped_column(default="", server_default="")
+    activity: Mapped[str] = mapped_column(default="[]", server_default="[]")  # JSON list of step dicts
+    tokens_in: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
+    tokens_out: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
+    cost_usd: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    error: Mapped[str] = mapped_column(default="", server_default="")
+    nudged: Mapped[bool] = mapped_column(default=False, server_default=false())
+    queued_at: Mapped[float]
+    started_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    ended_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+
+
+class RunInputRow(Base):
+    """What the host owes a session; it survives restarts because the agent's own queue does not."""
+
+    __tablename__ = "run_inputs"
+    __table_args__ = (Index("ix_run_inputs_task_id_taken_at", "task_id", "taken_at"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(default="", server_default="")
+    rule_id: Mapped[str] = mapped_column(default="", server_default="")
+    run_id: Mapped[str] = mapped_column(default="", server_default="")
+    kind: Mapped[str]
+    text: Mapped[str]
+    from_person: Mapped[bool] = mapped_column(default=False, server_default=false())
+    delivered_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    taken_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    created_at: Mapped[float]
+
+
+class DeliveryRow(Base):
+    """The outbox for pushed messages."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (Index("ix_deliveries_status_due_at", "status", "due_at"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    bot_id: Mapped[str]
+    conversation_id: Mapped[str]
+    task_id: Mapped[str] = mapped_column(default="", server_default="")
+    rule_id: Mapped[str] = mapped_column(default="", server_default="")
+    run_id: Mapped[str] = mapped_column(default="", server_default="")
+    purpose: Mapped[str]
+    text: Mapped[str]
+    files: Mapped[str] = mapped_column(default="[]", server_default="[]")  # JSON list of paths
+    card: Mapped[str] = mapped_column(default="", server_default="")
+    status: Mapped[str] = mapped_column(default="pending", server_default="pending")
+    held_reason: Mapped[str] = mapped_column(default="", server_default="")
+    attempts: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
+    last_error: Mapped[str] = mapped_column(default="", server_default="")
+    due_at: Mapped[float]
+    sent_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    message_id: Mapped[int] = mapped_column(default=0, server_default=_ZERO)  # messages.id once sent
+    created_at: Mapped[float]

@@ -1,0 +1,267 @@
+"""The `runs` table: one stretch of work in a session, for a task (launch, answer, ...) or a rule firing.
+
+A run goes queued -> running <-> settling -> ended, and ends with an outcome. `ended` is final: a late state
+change or a second ending raises `RunEndedError`, so whichever ended the run first (a stop, a finish, a
+restart's recovery) is what the record says.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypedDict, TypeVar, Unpack, cast, get_args
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from core.store.errors import NotFoundError
+from core.store.models import RunRow
+
+RunMode = Literal["act", "observe"]
+RunCause = Literal["launch", "answer", "followup", "retry", "continue", "recover", "schedule", "manual"]
+RunState = Literal["queued", "running", "settling", "ended"]
+# '' until the run ends.
+RunOutcome = Literal["", "done", "needs_you", "failed", "budget", "stopped", "interrupted", "skipped"]
+# What `set_run_state` accepts; a run ends only through `end_run`, which records why.
+LiveRunState = Literal["queued", "running", "settling"]
+
+MODES: frozenset[str] = frozenset(get_args(RunMode))
+CAUSES: frozenset[str] = frozenset(get_args(RunCause))
+STATES: frozenset[str] = frozenset(get_args(RunState))
+LIVE_STATES: frozenset[str] = frozenset(get_args(LiveRunState))
+OUTCOMES: frozenset[str] = frozenset(o for o in get_args(RunOutcome) if o)
+
+_T = TypeVar("_T", bound=str)
+
+
+class RunEndedError(ValueError):
+    """The run has already ended; nothing about its state may change any more."""
+
+    def __init__(self, id: str, outcome: str) -> None:
+        super().__init__(f"run {id!r} has already ended ({outcome or 'no outcome'})")
+        self.id = id
+        self.outcome = outcome
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    id: str
+    bot_id: str
+    task_id: str
+    rule_id: str
+    rule_version: int
+    mode: RunMode
+    session_id: str
+    cause: RunCause
+    state: RunState
+    outcome: RunOutcome
+    report: str
+    would: str
+    activity: list[dict[str, object]]
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    error: str
+    nudged: bool
+    queued_at: float
+    started_at: float
+    ended_at: float
+
+
+class RunChanges(TypedDict, total=False):
+    """The fields `update_run` may change. State and outcome change only through their own functions."""
+
+    report: str
+    would: str
+    activity: Sequence[Mapping[str, object]]
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    error: str
+    nudged: bool
+    session_id: str
+
+
+UPDATABLE_FIELDS = frozenset(RunChanges.__annotations__)
+
+
+def insert_run(
+    s: Session,
+    *,
+    id: str,
+    bot_id: str,
+    session_id: str,
+    cause: RunCause,
+    now: float,
+    task_id: str = "",
+    rule_id: str = "",
+    rule_version: int = 0,
+    mode: RunMode = "act",
+) -> RunRecord:
+    """A queued run of a task or of a rule: exactly one of `task_id` and `rule_id` is given."""
+    if bool(task_id) == bool(rule_id):
+        raise ValueError(
+            f"a run belongs to exactly one task or rule; got task_id={task_id!r}, rule_id={rule_id!r}"
+        )
+    row = RunRow(
+        id=id,
+        bot_id=bot_id,
+        task_id=task_id,
+        rule_id=rule_id,
+        rule_version=rule_version,
+        mode=_check("run mode", mode, MODES),
+        session_id=session_id,
+        cause=_check("run cause", cause, CAUSES),
+        state="queued",
+        outcome="",
+        report="",
+        would="",
+        activity="[]",
+        tokens_in=0,
+        tokens_out=0,
+        cost_usd=0.0,
+        error="",
+        nudged=False,
+        queued_at=now,
+        started_at=0.0,
+        ended_at=0.0,
+    )
+    s.add(row)
+    s.flush()
+    return _record(row)
+
+
+def get_run(s: Session, id: str) -> RunRecord | None:
+    row = s.get(RunRow, id)
+    return None if row is None else _record(row)
+
+
+def runs_of_task(s: Session, task_id: str) -> list[RunRecord]:
+    """Oldest first."""
+    if not task_id:
+        return []  # rule runs have task_id ''; that must not list them all
+    stmt = select(RunRow).where(RunRow.task_id == task_id).order_by(RunRow.queued_at, RunRow.id)
+    return [_record(row) for row in s.scalars(stmt)]
+
+
+def latest_run(s: Session, task_id: str) -> RunRecord | None:
+    if not task_id:
+        return None
+    row = s.scalars(
+        select(RunRow)
+        .where(RunRow.task_id == task_id)
+        .order_by(RunRow.queued_at.desc(), RunRow.id.desc())
+        .limit(1)
+    ).first()
+    return None if row is None else _record(row)
+
+
+def live_runs(s: Session) -> list[RunRecord]:
+    """Every run that has not ended (queued, running or settling), oldest queued first."""
+    stmt = select(RunRow).where(RunRow.state != "ended").order_by(RunRow.queued_at, RunRow.id)
+    return [_record(row) for row in s.scalars(stmt)]
+
+
+def set_run_state(s: Session, id: str, state: LiveRunState, *, now: float) -> RunRecord:
+    """Move a live run to queued, running or settling. Entering running the first time sets `started_at`."""
+    if state not in LIVE_STATES:
+        raise ValueError(
+            f"set_run_state cannot set {state!r}; expected one of {sorted(LIVE_STATES)}"
+            " (a run ends only through end_run, which records the outcome)"
+        )
+    row = _live_row(s, id)
+    row.state = state
+    if state == "running" and row.started_at == 0:
+        row.started_at = now
+    s.flush()
+    return _record(row)
+
+
+def end_run(
+    s: Session, id: str, *, outcome: RunOutcome, now: float, error: str = "", report: str | None = None
+) -> RunRecord:
+    """End a live run with an outcome. An empty `error` or a None `report` keeps what the run already has."""
+    checked = _check("run outcome", outcome, OUTCOMES)
+    row = _live_row(s, id)
+    row.state = "ended"
+    row.outcome = checked
+    row.ended_at = now
+    if error:
+        row.error = error
+    if report is not None:
+        row.report = report
+    s.flush()
+    return _record(row)
+
+
+def update_run(s: Session, id: str, **fields: Unpack[RunChanges]) -> RunRecord:
+    """Change the named fields (an ended run's too: its cost or activity may arrive late).
+
+    An unknown field raises ValueError before anything changes."""
+    unknown = set(fields) - UPDATABLE_FIELDS
+    if unknown:
+        raise ValueError(f"update_run: cannot change {sorted(unknown)}; allowed: {sorted(UPDATABLE_FIELDS)}")
+    values: dict[str, object] = dict(fields)
+    if "activity" in fields:
+        values["activity"] = _encode_activity(fields["activity"])
+    row = s.get(RunRow, id)
+    if row is None:
+        raise NotFoundError("run", id)
+    for name, value in values.items():
+        setattr(row, name, value)
+    s.flush()
+    return _record(row)
+
+
+def _live_row(s: Session, id: str) -> RunRow:
+    row = s.get(RunRow, id)
+    if row is None:
+        raise NotFoundError("run", id)
+    if row.state == "ended":
+        raise RunEndedError(id, row.outcome)
+    return row
+
+
+def _check(what: str, value: _T, allowed: frozenset[str]) -> _T:
+    # The Literal types check callers statically; this catches values that arrive from JSON or the API.
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {sorted(allowed)}")
+    return value
+
+
+def _encode_activity(steps: Sequence[Mapping[str, object]]) -> str:
+    return json.dumps([dict(step) for step in steps], ensure_ascii=False, allow_nan=False)
+
+
+def _decode_activity(encoded: str) -> list[dict[str, object]]:
+    decoded = json.loads(encoded) if encoded else []
+    if not isinstance(decoded, list):
+        return []
+    return [step for step in decoded if isinstance(step, dict)]
+
+
+def _record(row: RunRow) -> RunRecord:
+    return RunRecord(
+        id=row.id,
+        bot_id=row.bot_id,
+        task_id=row.task_id,
+        rule_id=row.rule_id,
+        rule_version=row.rule_version,
+        mode=cast(RunMode, _check("run mode", row.mode, MODES)),
+        session_id=row.session_id,
+        cause=cast(RunCause, _check("run cause", row.cause, CAUSES)),
+        state=cast(RunState, _check("run state", row.state, STATES)),
+        outcome=cast(RunOutcome, _check("run outcome", row.outcome, OUTCOMES | {""})),
+        report=row.report,
+        would=row.would,
+        activity=_decode_activity(row.activity),
+        tokens_in=row.tokens_in,
+        tokens_out=row.tokens_out,
+        cost_usd=row.cost_usd,
+        error=row.error,
+        nudged=row.nudged,
+        queued_at=row.queued_at,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+    )

@@ -1,0 +1,197 @@
+"""The `tasks` table: units of background work a person asked for, each with its own session and folder.
+
+A task is open while `ended_at` is 0. It ends done, stopped by a person, or archived; a person's follow-up
+can reopen a done task (`ended_at=0, end_reason=''`). Its runs, inputs and deliveries live in their own
+tables and go with it when it is deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypedDict, Unpack, cast, get_args
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from core.store.errors import NotFoundError
+from core.store.models import DeliveryRow, RunInputRow, RunRow, TaskRow
+
+# '' while the task is open (or reopened).
+EndReason = Literal["", "done", "stopped", "archived"]
+
+END_REASONS: frozenset[str] = frozenset(get_args(EndReason))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    id: str
+    bot_id: str
+    conversation_id: str
+    origin_message_id: int
+    origin_ref: str
+    title: str
+    brief: str
+    session_id: str
+    folder: str
+    model: str
+    permission: str
+    budget_usd: float
+    spent_usd: float
+    report: str
+    ended_at: float
+    end_reason: EndReason
+    stopped_by: str
+    cleanup_at: float
+    created_at: float
+    updated_at: float
+
+
+class TaskChanges(TypedDict, total=False):
+    """The fields `update_task` may change; `updated_at` always becomes `now`."""
+
+    title: str
+    report: str
+    spent_usd: float
+    ended_at: float
+    end_reason: EndReason
+    stopped_by: str
+    cleanup_at: float
+    budget_usd: float
+    model: str
+
+
+UPDATABLE_FIELDS = frozenset(TaskChanges.__annotations__)
+
+
+def insert_task(
+    s: Session,
+    *,
+    id: str,
+    bot_id: str,
+    conversation_id: str,
+    title: str,
+    brief: str,
+    session_id: str,
+    folder: str,
+    permission: str,
+    budget_usd: float,
+    now: float,
+    model: str = "",
+    origin_message_id: int = 0,
+    origin_ref: str = "",
+) -> TaskRecord:
+    _require_absolute(folder)
+    row = TaskRow(
+        id=id,
+        bot_id=bot_id,
+        conversation_id=conversation_id,
+        origin_message_id=origin_message_id,
+        origin_ref=origin_ref,
+        title=title,
+        brief=brief,
+        session_id=session_id,
+        folder=folder,
+        model=model,
+        permission=permission,
+        budget_usd=budget_usd,
+        spent_usd=0.0,
+        report="",
+        ended_at=0.0,
+        end_reason="",
+        stopped_by="",
+        cleanup_at=0.0,
+        created_at=now,
+        updated_at=now,
+    )
+    s.add(row)
+    s.flush()
+    return _record(row)
+
+
+def get_task(s: Session, id: str) -> TaskRecord | None:
+    row = s.get(TaskRow, id)
+    return None if row is None else _record(row)
+
+
+def list_tasks(s: Session, *, bot_id: str | None = None, include_ended: bool = True) -> list[TaskRecord]:
+    """Newest first."""
+    stmt = select(TaskRow)
+    if bot_id is not None:
+        stmt = stmt.where(TaskRow.bot_id == bot_id)
+    if not include_ended:
+        stmt = stmt.where(TaskRow.ended_at == 0)
+    stmt = stmt.order_by(TaskRow.created_at.desc(), TaskRow.id.desc())
+    return [_record(row) for row in s.scalars(stmt)]
+
+
+def count_open_tasks(s: Session, bot_id: str) -> int:
+    stmt = select(func.count()).select_from(TaskRow).where(TaskRow.bot_id == bot_id, TaskRow.ended_at == 0)
+    return s.execute(stmt).scalar_one()
+
+
+def update_task(s: Session, id: str, *, now: float, **fields: Unpack[TaskChanges]) -> TaskRecord:
+    """Change the named fields. A bad field or value raises ValueError before anything changes."""
+    unknown = set(fields) - UPDATABLE_FIELDS
+    if unknown:
+        raise ValueError(f"update_task: cannot change {sorted(unknown)}; allowed: {sorted(UPDATABLE_FIELDS)}")
+    if "end_reason" in fields:
+        _end_reason(fields["end_reason"])
+    row = s.get(TaskRow, id)
+    if row is None:
+        raise NotFoundError("task", id)
+    for name, value in fields.items():
+        setattr(row, name, value)
+    row.updated_at = now
+    s.flush()
+    return _record(row)
+
+
+def delete_task(s: Session, id: str) -> bool:
+    """Delete the task with its runs, inputs and deliveries. Returns whether the task existed."""
+    row = s.get(TaskRow, id)
+    if row is None:
+        return False
+    s.execute(delete(DeliveryRow).where(DeliveryRow.task_id == id))
+    s.execute(delete(RunInputRow).where(RunInputRow.task_id == id))
+    s.execute(delete(RunRow).where(RunRow.task_id == id))
+    s.delete(row)
+    s.flush()
+    return True
+
+
+def _end_reason(value: str) -> EndReason:
+    # The Literal types check callers statically; this catches values that arrive from JSON or the API.
+    if value not in END_REASONS:
+        raise ValueError(f"unknown task end reason {value!r}; expected one of {sorted(END_REASONS)}")
+    return cast(EndReason, value)
+
+
+def _require_absolute(folder: str) -> None:
+    if not Path(folder).is_absolute():
+        raise ValueError(f"a task's folder must be an absolute path, not {folder!r}")
+
+
+def _record(row: TaskRow) -> TaskRecord:
+    return TaskRecord(
+        id=row.id,
+        bot_id=row.bot_id,
+        conversation_id=row.conversation_id,
+        origin_message_id=row.origin_message_id,
+        origin_ref=row.origin_ref,
+        title=row.title,
+        brief=row.brief,
+        session_id=row.session_id,
+        folder=row.folder,
+        model=row.model,
+        permission=row.permission,
+        budget_usd=row.budget_usd,
+        spent_usd=row.spent_usd,
+        report=row.report,
+        ended_at=row.ended_at,
+        end_reason=_end_reason(row.end_reason),
+        stopped_by=row.stopped_by,
+        cleanup_at=row.cleanup_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )

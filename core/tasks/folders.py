@@ -1,0 +1,43 @@
+"""Task folders: `tasks/<slug>-<id>/` inside the bot workspace (P3 §3), and their sizes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import unicodedata
+from pathlib import Path
+
+MAX_SLUG = 32
+
+
+def slug(title: str) -> str:
+    """A short, filesystem-safe name from the title; CJK titles keep their characters."""
+    text = unicodedata.normalize("NFKC", title).strip().lower()
+    text = re.sub(r"[^\w]+", "-", text, flags=re.UNICODE).strip("-_")
+    return text[:MAX_SLUG].strip("-_") or "task"
+
+
+def task_folder(workspace: Path, title: str, task_id: str) -> Path:
+    return workspace / "tasks" / f"{slug(title)}-{task_id.removeprefix('t_')}"
+
+
+def folder_size(folder: Path) -> int:
+    """Bytes under `folder` (0 when missing). Blocking: call it off the loop."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += (Path(root) / name).lstat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def remove_folder(folder: Path, workspace: Path) -> None:
+    """Delete a task folder; refuses anything that is not inside the bot workspace's tasks folder."""
+    tasks_root = (workspace / "tasks").resolve()
+    target = folder.resolve()
+    if tasks_root not in target.parents:
+        raise ValueError(f"refusing to delete {target}: not a task folder under {tasks_root}")
+    shutil.rmtree(target, ignore_errors=True)

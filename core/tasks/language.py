@@ -1,0 +1,32 @@
+"""Which language to push a message in: the conversation's (DESIGN.md "Defaults"), from the user's words."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Language = Literal["zh", "en"]
+
+
+def language_of(text: str) -> Language:
+    """Chinese when the text has any CJK ideograph, English otherwise."""
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+
+
+PUSHED = {
+    "zh": {
+        "failure": "「{title}」没做完:{reason}",
+        "question": "「{title}」想问你:{question}",
+        "options": "可选:{options}",
+        "chat_note": "[后台任务「{title}」已完成,结果已发给用户] {text}",
+    },
+    "en": {
+        "failure": "“{title}” did not finish: {reason}",
+        "question": "“{title}” asks: {question}",
+        "options": "Options: {options}",
+        "chat_note": "[Background task “{title}” finished; its result was delivered to the user] {text}",
+    },
+}
+
+
+def pushed(lang: Language, key: str, **fields: str) -> str:
+    return PUSHED[lang][key].format(**fields)

@@ -1,0 +1,409 @@
+"""Runs of background tasks on the background lane (P3 §2-§3).
+
+A run goes `queued -> running <-> settling -> ended`. It holds a slot while running or settling. It takes the
+task's untaken inputs, watches the task session through the runtime's event stream, and ends when the
+session is quiet (no turn, no jobs) with the outcome its Report gives. A turn that ends without a Report
+gets one nudge; then the run fails. Writes to tasks, runs and run_inputs go through here or TaskService.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from core.activity import ActivityLog
+from core.agent import events as ev
+from core.agent.model_config import RetryPolicy
+from core.agent.session_spec import SessionSpec
+from core.agent.tool_api import ToolSpec
+from core.bots.service import BotService
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import TaskChanged
+from core.ids import new_id
+from core.store import run_inputs as input_rows
+from core.store import runs as run_rows
+from core.store import tasks as task_rows
+from core.store.database import Database
+from core.store.runs import RunOutcome, RunRecord
+from core.store.tasks import TaskRecord
+from core.tasks.prompts import NUDGE, SETTLE_LIMIT_NOTE, TASK_SECTION
+from core.tasks.report import Report
+from core.tasks.slots import QueuedRun as SlotRequest
+from core.tasks.slots import Slots, pick, priority_of
+
+if TYPE_CHECKING:
+    from core.agent.runtime import AgentRuntime
+    from core.agent.session import AgentSession
+
+log = logging.getLogger(__name__)
+
+TASK_RETRY = RetryPolicy(delays_s=(15.0, 30.0, 60.0))  # P3 §11
+SETTLE_LIMIT_S = 30 * 60.0
+NO_RESULT = "没有给出结果"
+STOPPED_REFUSAL = "This task was stopped by the user. Do nothing more."
+TASK_PREFIX = "task-"
+
+Finished = Callable[[RunRecord, TaskRecord, Report | None], Awaitable[None]]
+
+
+@dataclass
+class _Active:
+    run_id: str
+    task_id: str
+    bot_id: str
+    session: AgentSession
+    activity: ActivityLog = field(default_factory=ActivityLog)
+    report: Report | None = None
+    error: str = ""
+    nudged: bool = False
+    tokens_in: int = 0
+    tokens_out: int = 0
+    settle_timer: asyncio.Task[None] | None = None
+    checking: bool = False
+
+
+def task_session_id(task_id: str) -> str:
+    return f"{TASK_PREFIX}{task_id}"
+
+
+class TaskRunner:
+    def __init__(
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        bots: BotService,
+        slots: Slots,
+        *,
+        tools: Callable[[], list[ToolSpec]],
+        on_finished: Finished,
+        retry: RetryPolicy = TASK_RETRY,
+        settle_limit_s: float = SETTLE_LIMIT_S,
+    ) -> None:
+        self._db = db
+        self._bus = bus
+        self._clock = clock
+        self._bots = bots
+        self._slots = slots
+        self._tools = tools
+        self._on_finished = on_finished
+        self._retry = retry
+        self._settle_limit_s = settle_limit_s
+        self._runtime: AgentRuntime | None = None
+        self._active: dict[str, _Active] = {}  # by run id
+        self._by_session: dict[str, str] = {}  # session id -> run id
+        self._wake = asyncio.Event()
+        self._loop: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        self._unsubscribe: Callable[[], None] | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------------------
+
+    async def start(self, runtime: AgentRuntime) -> None:
+        self._runtime = runtime
+        self._unsubscribe = runtime.subscribe(self._on_event)
+        self._loop = asyncio.get_running_loop().create_task(self._schedule_loop(), name="task-scheduler")
+        self.poke()
+
+    async def stop(self) -> None:
+        """Stop scheduling. Running sessions are closed by the runtime; their runs are recovered at start."""
+        if self._unsubscribe:
+            self._unsubscribe()
+        if self._loop is not None:
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
+        for active in self._active.values():
+            if active.settle_timer is not None:
+                active.settle_timer.cancel()
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+
+    def poke(self) -> None:
+        """Something changed (a run was queued or a slot freed): look for runs to start."""
+        self._wake.set()
+
+    def active_run(self, task_id: str) -> str | None:
+        return next((a.run_id for a in self._active.values() if a.task_id == task_id), None)
+
+    def session_of_run(self, run_id: str) -> AgentSession | None:
+        active = self._active.get(run_id)
+        return active.session if active else None
+
+    def record_report(self, session_id: str, report: Report) -> RunRecord | None:
+        """Keep the latest Report of the run this session works for; returns nothing when none is active."""
+        run_id = self._by_session.get(session_id)
+        active = self._active.get(run_id) if run_id else None
+        if active is None:
+            return None
+        if report.state != "progress":
+            active.report = report
+        return None
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        async def run() -> None:
+            try:
+                await coro
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("task runner work failed")
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---- scheduling ---------------------------------------------------------------------------------
+
+    async def _schedule_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._start_ready_runs()
+            except Exception:
+                log.exception("scheduling task runs failed")
+
+    async def _start_ready_runs(self) -> None:
+        live = await self._db.read(run_rows.live_runs)
+        queued = [
+            SlotRequest(r.id, r.bot_id, r.cause, r.queued_at)
+            for r in live
+            if r.state == "queued" and r.task_id and r.id not in self._active
+        ]
+        for request in pick(self._slots, queued):
+            self._slots.take(request.run_id, request.bot_id, priority_of(request.cause))
+            try:
+                await self._start_run(request.run_id)
+            except Exception:
+                log.exception("starting run %s failed", request.run_id)
+                self._slots.release(request.run_id)
+                await self._end(request.run_id, "failed", error="the run could not start")
+
+    async def _start_run(self, run_id: str) -> None:
+        run = await self._db.read(lambda s: run_rows.get_run(s, run_id))
+        assert run is not None
+        task = await self._db.read(lambda s: task_rows.get_task(s, run.task_id))
+        if task is None or task.ended_at:
+            self._slots.release(run_id)
+            await self._db.write(
+                lambda s: run_rows.end_run(s, run_id, outcome="stopped", now=self._clock.time())
+            )
+            return
+        session = await self._open_session(task)
+        session.refuse_tools("")
+        active = _Active(run_id, task.id, task.bot_id, session, nudged=bool(run.nudged))
+        self._active[run_id] = active
+        self._by_session[session.session_id] = run_id
+        now = self._clock.time()
+        await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "running", now=now))
+        self._publish(task.id)
+        await self._hand_over_inputs(active)
+        if session.status == "idle":
+            # Nothing to do (every input was already taken before a restart): settle right away.
+            self._spawn(self._check_settled(run_id))
+
+    async def _hand_over_inputs(self, active: _Active) -> None:
+        session = active.session
+        now = self._clock.time()
+        pending = await self._db.read(lambda s: input_rows.untaken_inputs(s, active.task_id))
+        # An input in the session's history was taken before a crash lost the marker: never twice.
+        taken = [item for item in pending if session.has_taken(item.id)]
+        fresh = [item for item in pending if not session.has_taken(item.id)]
+
+        def delivered(s: Session) -> None:
+            for item in taken:
+                input_rows.mark_taken(s, item.id, now=now)
+            for item in fresh:
+                input_rows.mark_delivered(s, item.id, run_id=active.run_id, now=now)
+
+        await self._db.write(delivered)
+        for item in fresh:
+            session.steer(item.text, item.id)
+
+    async def _open_session(self, task: TaskRecord) -> AgentSession:
+        assert self._runtime is not None
+        session_id = task_session_id(task.id)
+        existing = self._runtime.get(session_id)
+        if existing is not None:
+            return existing
+        model = await self._bots.model_config(task.bot_id)
+        # The preset is the task's snapshot from its creation (P3 §7); the writable root is the bot workspace.
+        permission = await self._bots.permission(task.bot_id, preset=task.permission)
+        spec = SessionSpec(
+            session_id=session_id,
+            kind="task",
+            bot_id=task.bot_id,
+            cwd=Path(task.folder),
+            model=model,
+            permission=permission,
+            prompt_sections=(TASK_SECTION.format(title=task.title, folder=task.folder),),
+            extra_tools=tuple(self._tools()),
+            retry=self._retry,
+        )
+        return await self._runtime.open_session(spec)
+
+    # ---- watching sessions --------------------------------------------------------------------------
+
+    def _on_event(self, event: ev.AgentEvent) -> None:
+        run_id = self._by_session.get(event.session_id)
+        active = self._active.get(run_id) if run_id else None
+        if active is None:
+            return
+        if isinstance(event, ev.InputTaken) and event.input_id.startswith("i_"):
+            self._spawn(self._mark_taken(event.input_id))
+        if isinstance(event, ev.AssistantMessage):
+            active.tokens_in += event.usage.input_tokens
+            active.tokens_out += event.usage.output_tokens
+        active.activity.feed(event)
+        if isinstance(event, ev.TurnEnded):
+            if event.outcome == "error":
+                active.error = event.error
+            self._spawn(self._save_activity(active))
+            self._spawn(self._check_settled(active.run_id))
+        elif (isinstance(event, ev.StatusChanged) and event.status == "idle") or isinstance(
+            event, ev.JobEnded
+        ):
+            self._spawn(self._check_settled(active.run_id))
+
+    async def _mark_taken(self, input_id: str) -> None:
+        now = self._clock.time()
+
+        def mark(s: Session) -> None:
+            input_rows.mark_taken(s, input_id, now=now)
+
+        await self._db.write(mark)
+
+    async def _save_activity(self, active: _Active) -> None:
+        steps = active.activity.to_json()
+        tokens = (active.tokens_in, active.tokens_out)
+        await self._db.write(
+            lambda s: run_rows.update_run(
+                s, active.run_id, activity=steps, tokens_in=tokens[0], tokens_out=tokens[1]
+            )
+        )
+
+    def _jobs_running(self, session_id: str) -> int:
+        assert self._runtime is not None
+        return len(self._runtime.jobs.running(session_id))
+
+    async def _check_settled(self, run_id: str) -> None:
+        active = self._active.get(run_id)
+        if active is None or active.checking or active.session.status != "idle":
+            return
+        active.checking = True
+        try:
+            if self._jobs_running(active.session.session_id):
+                await self._db.write(
+                    lambda s: run_rows.set_run_state(s, run_id, "settling", now=self._clock.time())
+                )
+                if active.settle_timer is None:
+                    active.settle_timer = asyncio.get_running_loop().create_task(self._settle_limit(run_id))
+                self._publish(active.task_id)
+                return
+            untaken = await self._db.read(lambda s: input_rows.untaken_inputs(s, active.task_id))
+            if untaken:
+                # An input arrived while the session was finishing (an answer, a follow-up): it goes on.
+                await self._hand_over_inputs(active)
+                return
+            report = active.report
+            if report is not None:
+                outcome: RunOutcome = "failed" if report.state == "progress" else report.state
+                await self._end(run_id, outcome, error=report.message if report.state == "failed" else "")
+            elif active.error:
+                await self._end(run_id, "failed", error=active.error)
+            elif not active.nudged:
+                active.nudged = True
+                await self._nudge(active)
+            else:
+                await self._end(run_id, "failed", error=NO_RESULT)
+        finally:
+            active.checking = False
+
+    async def _nudge(self, active: _Active) -> None:
+        input_id = new_id("i")
+        now = self._clock.time()
+
+        def add(s: Session) -> None:
+            input_rows.insert_input(s, id=input_id, kind="nudge", text=NUDGE, now=now, task_id=active.task_id)
+            input_rows.mark_delivered(s, input_id, run_id=active.run_id, now=now)
+            run_rows.update_run(s, active.run_id, nudged=True)
+
+        await self._db.write(add)
+        active.session.steer(NUDGE, input_id)
+
+    async def _settle_limit(self, run_id: str) -> None:
+        await self._clock.sleep(self._settle_limit_s)
+        active = self._active.get(run_id)
+        if active is None or self._runtime is None:
+            return
+        session_id = active.session.session_id
+        commands = [job.command for job in self._runtime.jobs.running(session_id)]
+        await self._runtime.jobs.kill_session(session_id)
+        # The session is told at its next turn (P3 §11 "Job runs forever").
+        note = SETTLE_LIMIT_NOTE.format(jobs=", ".join(commands) or "none")
+        now = self._clock.time()
+
+        def add(s: Session) -> None:
+            input_rows.insert_input(
+                s, id=new_id("i"), kind="note", text=note, now=now, task_id=active.task_id
+            )
+
+        await self._db.write(add)
+        active.settle_timer = None
+        await self._check_settled(run_id)
+
+    # ---- ending -------------------------------------------------------------------------------------
+
+    async def stop_run(self, run_id: str, *, refuse: bool) -> None:
+        """A person stopped the task: cancel its turn, kill its jobs, end the run `stopped`."""
+        active = self._active.get(run_id)
+        if active is not None and self._runtime is not None:
+            if refuse:
+                active.session.refuse_tools(STOPPED_REFUSAL)
+            await active.session.cancel(drop_queued=True)
+            await self._runtime.jobs.kill_session(active.session.session_id)
+        await self._end(run_id, "stopped", notify=False)
+
+    async def _end(self, run_id: str, outcome: RunOutcome, *, error: str = "", notify: bool = True) -> None:
+        active = self._active.pop(run_id, None)
+        now = self._clock.time()
+        report = active.report if active else None
+        report_json = json.dumps(report.to_json(), ensure_ascii=False) if report else None
+        if active is not None:
+            self._by_session.pop(active.session.session_id, None)
+            if active.settle_timer is not None:
+                active.settle_timer.cancel()
+            await self._save_activity(active)
+
+        def end(s: Session) -> tuple[RunRecord | None, TaskRecord | None]:
+            run = run_rows.get_run(s, run_id)
+            if run is None or run.state == "ended":
+                return None, None
+            run_rows.end_run(s, run_id, outcome=outcome, now=now, error=error, report=report_json)
+            task = task_rows.get_task(s, run.task_id)
+            if task is not None and report_json is not None:
+                task_rows.update_task(s, task.id, now=now, report=report_json)
+            return run_rows.get_run(s, run_id), task_rows.get_task(s, run.task_id)
+
+        run, task = await self._db.write(end)
+        self._slots.release(run_id)
+        self.poke()
+        if run is None or task is None:
+            return
+        self._publish(task.id)
+        if notify:
+            await self._on_finished(run, task, active.report if active else None)
+
+    def _publish(self, task_id: str) -> None:
+        self._bus.publish(TaskChanged(task_id))

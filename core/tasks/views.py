@@ -1,0 +1,96 @@
+"""What the UI and the API read about tasks. Plain immutable values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    id: str
+    bot_id: str
+    conversation_id: str
+    title: str
+    stage: str  # stage key, e.g. "working", "needs-you/answer", "ready"
+    stage_label: str
+    group: str  # working | needs | ended
+    latest_line: str
+    created_at: float
+    updated_at: float
+    tokens_in: int
+    tokens_out: int
+    spent_usd: float
+    budget_usd: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "botId": self.bot_id,
+            "conversationId": self.conversation_id,
+            "title": self.title,
+            "stage": self.stage,
+            "stageLabel": self.stage_label,
+            "group": self.group,
+            "latestLine": self.latest_line,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "tokensIn": self.tokens_in,
+            "tokensOut": self.tokens_out,
+            "spentUsd": self.spent_usd,
+            "budgetUsd": self.budget_usd,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    id: str
+    cause: str
+    state: str
+    outcome: str
+    error: str
+    steps: int
+    tokens_in: int
+    tokens_out: int
+    queued_at: float
+    started_at: float
+    ended_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "cause": self.cause,
+            "state": self.state,
+            "outcome": self.outcome,
+            "error": self.error,
+            "steps": self.steps,
+            "tokensIn": self.tokens_in,
+            "tokensOut": self.tokens_out,
+            "queuedAt": self.queued_at,
+            "startedAt": self.started_at,
+            "endedAt": self.ended_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDetail:
+    task: TaskView
+    words: str  # the user's request, verbatim
+    brief: str
+    folder: str
+    folder_bytes: int
+    session_bytes: int
+    report: dict[str, Any] | None
+    runs: tuple[RunView, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.task.to_json(),
+            "origin": {"conversationId": self.task.conversation_id, "words": self.words},
+            "brief": self.brief,
+            "folder": self.folder,
+            "folderBytes": self.folder_bytes,
+            "sessionBytes": self.session_bytes,
+            "report": self.report,
+            "runs": [r.to_json() for r in self.runs],
+        }

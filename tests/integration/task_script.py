@@ -1,0 +1,54 @@
+"""Scripting the fake model per session: chat requests and each task's requests get their own replies."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from typing import Any
+
+from tests.fakes.model_server import Reply, ToolCallSpec
+
+TASK_MARK = re.compile(r"You are working on a background task for the user: (.+?)\.\n")
+
+
+def report(state: str, summary: str = "did it", **fields: Any) -> Reply:
+    return Reply.tool_calls([ToolCallSpec("task_report", {"state": state, "summary": summary, **fields})])
+
+
+def bash(command: str, **fields: Any) -> Reply:
+    return Reply.tool_calls([ToolCallSpec("bash", {"command": command, **fields})])
+
+
+class SessionScript:
+    """A responder for ScriptedModelServer: replies are queued per task title (or "chat")."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, deque[Reply]] = defaultdict(deque)
+        self.requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.fallback = Reply.text("ok")
+
+    def add(self, who: str, replies: Iterable[Reply]) -> None:
+        self.queues[who].extend(replies)
+
+    @staticmethod
+    def who(body: dict[str, Any]) -> str:
+        system = next(
+            (m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system"), ""
+        )
+        found = TASK_MARK.search(system)
+        return found.group(1) if found else "chat"
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        who = self.who(body)
+        self.requests[who].append(body)
+        queue = self.queues.get(who)
+        return queue.popleft() if queue else self.fallback
+
+    def user_texts(self, who: str, index: int) -> list[str]:
+        return [
+            str(m.get("content")) for m in self.requests[who][index]["messages"] if m.get("role") == "user"
+        ]
+
+    def tool_names(self, who: str, index: int = 0) -> list[str]:
+        return sorted(t["function"]["name"] for t in self.requests[who][index].get("tools", []))
