@@ -73,6 +73,7 @@ class Host:
             retry=chat_retry or RetryPolicy(),
             extra_tools=self.tasks.chat_tools,
             prompt_sections=(CHAT_TASK_RULES,),
+            task_chips=self.tasks.chips,
         )
         self._home = home
         self._web_transport = web_transport

@@ -32,6 +32,8 @@ def message_json(m: MessageView) -> dict[str, Any]:
         "tokensOut": m.tokens_out,
         "durationMs": m.duration_ms,
         "steps": [s.to_json() for s in m.steps],
+        "taskId": m.task_id,
+        "tasks": [c.to_json() for c in m.task_chips],
     }
 
 

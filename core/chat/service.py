@@ -22,7 +22,7 @@ from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
-from core.chat.views import ActivityStep, ConversationView, LiveReply, MessageState, MessageView
+from core.chat.views import ActivityStep, ConversationView, LiveReply, MessageState, MessageView, TaskChip
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError
 from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
@@ -55,7 +55,7 @@ def _message_id(input_id: str) -> int | None:
     return None
 
 
-def message_view(record: MessageRecord) -> MessageView:
+def message_view(record: MessageRecord, chips: tuple[TaskChip, ...] = ()) -> MessageView:
     return MessageView(
         id=record.id,
         conversation_id=record.conversation_id,
@@ -68,6 +68,8 @@ def message_view(record: MessageRecord) -> MessageView:
         tokens_out=record.tokens_out,
         duration_ms=record.duration_ms,
         steps=tuple(ActivityStep.from_json(s) for s in record.activity),
+        task_id=record.task_id,
+        task_chips=chips if record.role == "assistant" else (),
     )
 
 
@@ -102,7 +104,9 @@ class ChatService:
         retry: RetryPolicy | None = None,
         extra_tools: Callable[[], list[ToolSpec]] = list,
         prompt_sections: tuple[str, ...] = (),
+        task_chips: Callable[[str], Awaitable[dict[str, list[TaskChip]]]] | None = None,
     ) -> None:
+        self._task_chips = task_chips
         self._retry = retry or RetryPolicy()
         self._extra_tools = extra_tools
         self._prompt_sections = prompt_sections
@@ -181,7 +185,8 @@ class ChatService:
     async def list_messages(self, conversation_id: str) -> list[MessageView]:
         await self._conversation(conversation_id)
         records = await self._db.read(lambda s: msg_rows.list_messages(s, conversation_id))
-        return [message_view(r) for r in records]
+        chips = await self._task_chips(conversation_id) if self._task_chips else {}
+        return [message_view(r, tuple(chips.get(r.turn_id, ()))) for r in records]
 
     def live_reply(self, conversation_id: str) -> LiveReply | None:
         live = self._live.get(conversation_id)

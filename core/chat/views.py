@@ -48,6 +48,24 @@ class ActivityStep:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskChip:
+    """A background task a reply started (P3 §6: 「后台任务 · <title> · <stage>」); updates with the task."""
+
+    task_id: str
+    title: str
+    stage_label: str
+    group: str  # working | needs | ended: the dot's colour
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "taskId": self.task_id,
+            "title": self.title,
+            "stageLabel": self.stage_label,
+            "group": self.group,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class MessageView:
     id: int
     conversation_id: str
@@ -60,6 +78,8 @@ class MessageView:
     tokens_out: int = 0
     duration_ms: int = 0
     steps: tuple[ActivityStep, ...] = field(default_factory=tuple)
+    task_id: str = ""  # set when this message is a background task's result, failure or question
+    task_chips: tuple[TaskChip, ...] = ()  # tasks this reply started
 
 
 @dataclass(frozen=True, slots=True)

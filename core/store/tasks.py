@@ -125,6 +125,16 @@ def list_tasks(s: Session, *, bot_id: str | None = None, include_ended: bool = T
     return [_record(row) for row in s.scalars(stmt)]
 
 
+def tasks_of_conversation(s: Session, conversation_id: str) -> list[TaskRecord]:
+    """Tasks whose origin is this conversation, oldest first."""
+    rows = s.scalars(
+        select(TaskRow)
+        .where(TaskRow.conversation_id == conversation_id)
+        .order_by(TaskRow.created_at, TaskRow.id)
+    )
+    return [_record(row) for row in rows]
+
+
 def count_open_tasks(s: Session, bot_id: str) -> int:
     stmt = select(func.count()).select_from(TaskRow).where(TaskRow.bot_id == bot_id, TaskRow.ended_at == 0)
     return s.execute(stmt).scalar_one()

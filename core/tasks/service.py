@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from core.agent.tool_api import ToolError, ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.chat.views import TaskChip
 from core.clock import Clock
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -367,6 +368,18 @@ class TaskService:
             report=json.loads(task.report) if task.report else None,
             runs=runs,
         )
+
+    async def chips(self, conversation_id: str, lang: str = "zh") -> dict[str, list[TaskChip]]:
+        """Tasks started from this conversation, by the chat turn that started them (for the reply's chip)."""
+        tasks = await self._db.read(lambda s: task_rows.tasks_of_conversation(s, conversation_id))
+        chips: dict[str, list[TaskChip]] = {}
+        for task in tasks:
+            if not task.origin_ref.startswith("turn:"):
+                continue
+            view = (await self._state(task)).view(lang)
+            chip = TaskChip(task.id, task.title, view.stage_label, view.group)
+            chips.setdefault(task.origin_ref.removeprefix("turn:"), []).append(chip)
+        return chips
 
     async def run_activity(self, task_id: str, run_id: str) -> list[dict[str, object]]:
         await self._task(task_id)

@@ -128,6 +128,11 @@ async def test_the_chat_agent_starts_a_task_and_the_result_comes_back_to_the_con
         assert ("assistant", "好,后台开始整理下载目录,好了告诉你。") in texts
         tasks = (await client.get("/api/tasks")).json()["tasks"]
         assert [t["title"] for t in tasks] == ["Tidy downloads"]
+        # The reply that started the task carries its chip, and the chip follows the task's stage.
+        reply = next(m for m in await messages(client, cid) if m["text"].startswith("好,后台开始"))
+        assert [(c["title"], c["group"]) for c in reply["tasks"]] == [("Tidy downloads", "ended")]
+        result = next(m for m in await messages(client, cid) if m["text"].startswith("整理好了"))
+        assert result["taskId"] == tasks[0]["id"]
         # The brief quotes the user's words verbatim.
         assert "帮我整理一下下载目录" in script.user_texts("Tidy downloads", 0)[0]
         assert {"task_start", "task_message", "task_list"} <= set(script.tool_names("chat"))
