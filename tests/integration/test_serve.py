@@ -186,3 +186,53 @@ async def test_the_app_without_a_display_says_so_instead_of_crashing(tmp_path: P
     _, err = await asyncio.wait_for(proc.communicate(), timeout=30)
     assert proc.returncode == 2
     assert b"no display" in err and b"errand serve" in err
+
+
+async def test_after_sigkill_mid_task_the_task_recovers_once_and_reports_once(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path
+) -> None:
+    from tests.integration.task_script import SessionScript, bash, report
+
+    script = SessionScript()
+    model_server.responder = script
+    script.add("Long job", [bash("echo first-step > step.txt"), Reply.hang()])
+    data_dir = tmp_path / "data"
+    env = serve_env(model_server, home)
+    async with serve_process(data_dir, env) as proc:
+        await read_until_listening(proc)
+        info = json.loads((data_dir / "api.json").read_text())
+        headers = {"Authorization": f"Bearer {info['token']}"}
+        async with httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=10) as client:
+            task = (await client.post("/api/tasks", json={"text": "Long job"})).json()
+            await model_server.wait_until(lambda: len(script.requests["Long job"]) >= 2, timeout=15)
+        proc.kill()
+        await proc.wait()
+
+    script.add("Long job", [report("done", "finished", message="The long job is done.")])
+    async with serve_process(data_dir, env) as proc:
+        await read_until_listening(proc)
+        info = json.loads((data_dir / "api.json").read_text())
+        headers = {"Authorization": f"Bearer {info['token']}"}
+        async with httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=15) as client:
+            cid = task["conversationId"]
+            url = f"/api/conversations/{cid}/messages"
+            last = (await client.get(url)).json()["messages"][-1]["id"]
+            while True:
+                new = (await client.get(url, params={"after": last, "wait": 10})).json()["messages"]
+                assert new, "no result within 10 s"
+                if any(m["text"] == "The long job is done." for m in new):
+                    break
+                last = new[-1]["id"]
+            detail = (await client.get(f"/api/tasks/{task['id']}")).json()
+            texts = [m["text"] for m in (await client.get(url)).json()["messages"]]
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), timeout=15) == 0
+
+    assert [(r["cause"], r["outcome"]) for r in detail["runs"]] == [
+        ("launch", "interrupted"),
+        ("recover", "done"),
+    ]
+    assert texts.count("The long job is done.") == 1
+    recover_users = script.user_texts("Long job", 2)
+    assert sum("The app restarted" in t for t in recover_users) == 1
+    assert sum("The user asked" in t for t in recover_users) == 1  # the brief was taken once, never again

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from core.agent.model_config import ModelConfig
+from core.clock import FakeClock
 from core.host import Host
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
+from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import make_host, running_api
 from tests.integration.task_script import SessionScript, bash, report
 from tests.waiting import wait_until
@@ -304,3 +308,101 @@ async def test_a_bot_with_ten_open_tasks_refuses_an_eleventh(host: Host, script:
         r = await client.post("/api/tasks", json={"text": "Task 10"})
         assert r.status_code == 409 and "10 open tasks" in r.json()["error"]["message"]
         assert len((await client.get("/api/tasks")).json()["tasks"]) == 10
+
+
+async def advance_when_asleep(clock: FakeClock, seconds: float) -> None:
+    """Advance the fake clock once the code under test is waiting on it (it has no event to wait on)."""
+    for _ in range(100_000):
+        if clock.sleeper_count:
+            clock.advance(seconds)
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("nothing went to sleep on the fake clock")
+
+
+async def test_provider_errors_are_retried_after_15_30_60_s_then_the_failure_is_delivered(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
+) -> None:
+    clock = FakeClock(start=1_790_000_000.0)
+    host = Host(
+        tmp_path / "data",
+        secrets=MemorySecretStore(),
+        model_override=ModelConfig(model_server.base_url, "fake-model", "sk-test"),
+        home=home,
+        clock=clock,
+    )
+    script.add("Fetch quotes", [Reply.error(503)] * 4)
+    async with running_api(host) as client:
+        task = await new_task(client, "Fetch quotes")
+        for attempt, wait in enumerate((15.0, 30.0, 60.0), start=1):
+            await model_server.wait_for_requests(attempt, timeout=10)
+            before = clock.monotonic()
+            await advance_when_asleep(clock, wait)
+            assert clock.monotonic() - before == wait
+        failed = await wait_stage(host, client, task["id"], "failed")
+        assert len(script.requests["Fetch quotes"]) == 4
+        assert "503" in failed["runs"][0]["error"] and "tried 4 times" in failed["runs"][0]["error"]
+        cid = task["conversationId"]
+
+        async def told() -> bool:
+            return any(
+                m["role"] == "error" and "Fetch quotes" in m["text"] for m in await messages(client, cid)
+            )
+
+        await wait_until(host.bus, told, what="the failure in the conversation")
+
+
+async def test_the_chat_session_is_told_when_a_result_was_delivered(
+    host: Host, script: SessionScript
+) -> None:
+    script.add(
+        "chat",
+        [
+            Reply.tool_calls([ToolCallSpec("task_start", {"title": "Count words", "brief": "Count them."})]),
+            Reply.text("OK, counting in the background."),
+        ],
+    )
+    script.add("Count words", [report("done", "counted", message="There are 42 words.")])
+    async with running_api(host) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        await client.post(f"/api/conversations/{cid}/messages", json={"text": "count the words in notes.txt"})
+
+        async def delivered() -> bool:
+            return any(m["text"] == "There are 42 words." for m in await messages(client, cid))
+
+        await wait_until(host.bus, delivered, what="the result")
+        script.add("chat", [Reply.text("It had 42 words.")])
+        await client.post(f"/api/conversations/{cid}/messages", json={"text": "how many was it?"})
+
+        async def answered() -> bool:
+            return any(m["text"] == "It had 42 words." for m in await messages(client, cid))
+
+        await wait_until(host.bus, answered, what="the chat answer")
+        seen = script.user_texts("chat", -1)
+        note = [t for t in seen if "Count words" in t and "There are 42 words." in t]
+        assert len(note) == 1 and seen[-1] == "how many was it?"
+
+
+async def test_a_task_waiting_for_a_person_stays_waiting_across_a_restart(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
+) -> None:
+    question = {"question": "Which account should I log in with?", "options": ["Work", "Personal"]}
+    script.add("Check billing", [report("needs_you", "need a login", message="I need a login.", **question)])
+    host = make_host(tmp_path / "data", model_server.base_url, home=home)
+    async with running_api(host) as client:
+        task = await new_task(client, "Check billing")
+        await wait_stage(host, client, task["id"], "needs-you/answer")
+        asked = [m["text"] for m in await messages(client, task["conversationId"])]
+        assert any("Which account should I log in with?" in t and "Work / Personal" in t for t in asked)
+
+    again = make_host(tmp_path / "data", model_server.base_url, home=home)
+    async with running_api(again) as client:
+        detail = await get_task(client, task["id"])
+        assert detail["stage"] == "needs-you/answer"
+        assert [r["cause"] for r in detail["runs"]] == ["launch"]  # no recover run for a task that waits
+        script.add("Check billing", [report("done", "checked", message="Billing is fine.")])
+        assert (
+            await client.post(f"/api/tasks/{task['id']}/continue", json={"text": "Work"})
+        ).status_code == 202
+        done = await wait_stage(again, client, task["id"], "ready")
+        assert [r["cause"] for r in done["runs"]] == ["launch", "followup"]
