@@ -1,49 +1,80 @@
-"""The one QObject that turns core bus events into Qt signals. Views re-read what they show."""
+"""The one QObject that turns core bus events into Qt signals. Views re-read what they show.
+
+Events that come in bursts (a streamed reply's deltas, a busy task's steps) are folded: each id is announced
+once per short interval, however often it changed in it.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.bus import EventBus
-from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
+from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged, TaskChanged
 
 # A streamed reply announces every delta; the eye needs no more than about 30 frames a second.
 LIVE_COALESCE_MS = 30
+# A running task changes with every step; a chip or a task row that follows it ten times a second is live.
+TASK_COALESCE_MS = 100
+
+
+class _Burst:
+    """Ids waiting to be announced once the interval is over. The leading edge waits too, so the first
+    change and the ones right behind it go out together."""
+
+    def __init__(self, owner: QObject, interval_ms: int, emit: Callable[[str], None]) -> None:
+        self._pending: set[str] = set()
+        self._emit = emit
+        self._timer = QTimer(owner)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self._flush)
+
+    def add(self, ident: str) -> None:
+        self._pending.add(ident)
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self._pending.clear()
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, set()
+        for ident in sorted(pending):
+            self._emit(ident)
 
 
 class EventBridge(QObject):
     conversationsChanged = Signal()
     messagesChanged = Signal(str)
     liveReplyChanged = Signal(str)
+    taskChanged = Signal(str)
 
     def __init__(
-        self, bus: EventBus, parent: QObject | None = None, live_interval_ms: int = LIVE_COALESCE_MS
+        self,
+        bus: EventBus,
+        parent: QObject | None = None,
+        live_interval_ms: int = LIVE_COALESCE_MS,
+        task_interval_ms: int = TASK_COALESCE_MS,
     ) -> None:
         super().__init__(parent)
-        self._live_pending: set[str] = set()
-        self._live_timer = QTimer(self)
-        self._live_timer.setSingleShot(True)
-        self._live_timer.setInterval(live_interval_ms)
-        self._live_timer.timeout.connect(self._flush_live)
+        self._live = _Burst(self, live_interval_ms, self.liveReplyChanged.emit)
+        self._tasks = _Burst(self, task_interval_ms, self.taskChanged.emit)
         self._unsubscribe = bus.subscribe(self._on_event)
 
     def close(self) -> None:
         self._unsubscribe()
-        self._live_timer.stop()
-        self._live_pending.clear()
+        self._live.stop()
+        self._tasks.stop()
 
     def _on_event(self, event: object) -> None:
         if isinstance(event, LiveReplyChanged):
-            self._live_pending.add(event.conversation_id)
-            # Leading edge waits too: the first delta and the ones right behind it land in one repaint.
-            if not self._live_timer.isActive():
-                self._live_timer.start()
+            self._live.add(event.conversation_id)
+        elif isinstance(event, TaskChanged):
+            self._tasks.add(event.task_id)
         elif isinstance(event, MessagesChanged):
             self.messagesChanged.emit(event.conversation_id)
         elif isinstance(event, ConversationsChanged):
             self.conversationsChanged.emit()
-
-    def _flush_live(self) -> None:
-        pending, self._live_pending = self._live_pending, set()
-        for conversation_id in sorted(pending):
-            self.liveReplyChanged.emit(conversation_id)

@@ -385,6 +385,7 @@ class TaskRunner:
             if active.settle_timer is not None:
                 active.settle_timer.cancel()
             await self._save_activity(active)
+            await self._release_session(active.session.session_id)
 
         def end(s: Session) -> tuple[RunRecord | None, TaskRecord | None]:
             run = run_rows.get_run(s, run_id)
@@ -404,6 +405,16 @@ class TaskRunner:
         self._publish(task.id)
         if notify:
             await self._on_finished(run, task, active.report if active else None)
+
+    async def _release_session(self, session_id: str) -> None:
+        """A finished run's session leaves memory (its history stays on disk; a follow-up reopens it), so
+        memory does not grow with every task ever run."""
+        runtime = self._runtime
+        if runtime is None or session_id in self._by_session:
+            return
+        session = runtime.get(session_id)
+        if session is not None and session.status == "idle" and not runtime.jobs.running(session_id):
+            await runtime.close_session(session_id)
 
     def _publish(self, task_id: str) -> None:
         self._bus.publish(TaskChanged(task_id))

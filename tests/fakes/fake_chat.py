@@ -5,11 +5,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from core.bus import EventBus
-from core.chat.views import ActivityStep, ConversationView, LiveReply, MessageRole, MessageState, MessageView
+from core.chat.views import (
+    ActivityStep,
+    ConversationView,
+    LiveReply,
+    MessageRole,
+    MessageState,
+    MessageView,
+    TaskChip,
+)
 from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
 
 
@@ -24,6 +32,8 @@ class FakeChatFacade:
         # Set to hold `list_messages` until the event is set (stale-read tests).
         self.read_gate: asyncio.Event | None = None
         self.reads: list[str] = []
+        # Set (FakeTaskFacade does) to read each chip fresh from its task, as ChatService does on every read.
+        self.chips_from: Callable[[str], TaskChip | None] | None = None
         self._conversations: dict[str, ConversationView] = {}
         self._messages: dict[str, list[MessageView]] = {}
         self._live: dict[str, LiveReply] = {}
@@ -43,7 +53,14 @@ class FakeChatFacade:
         self.reads.append(conversation_id)
         if self.read_gate is not None:
             await self.read_gate.wait()
-        return list(self._messages.get(conversation_id, []))
+        messages = list(self._messages.get(conversation_id, []))
+        chips_from = self.chips_from
+        if chips_from is None:
+            return messages
+        return [
+            replace(m, task_chips=tuple(chips_from(c.task_id) or c for c in m.task_chips)) if m.task_chips else m
+            for m in messages
+        ]
 
     async def say(self, conversation_id: str, text: str) -> MessageView:
         self.said.append((conversation_id, text))
@@ -92,6 +109,8 @@ class FakeChatFacade:
         state: MessageState = "done",
         tokens_in: int = 0,
         tokens_out: int = 0,
+        task_id: str = "",
+        task_chips: Iterable[TaskChip] = (),
     ) -> MessageView:
         messages = self._messages[conversation_id]
         message = MessageView(
@@ -106,6 +125,8 @@ class FakeChatFacade:
             tokens_out=tokens_out,
             duration_ms=duration_ms,
             steps=tuple(steps),
+            task_id=task_id,
+            task_chips=tuple(task_chips),
         )
         messages.append(message)
         self._touch(conversation_id, last_line=text)
