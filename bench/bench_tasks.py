@@ -68,7 +68,7 @@ async def chat_while_tasks_work(tmp: Path, samples: int = 15) -> tuple[list[floa
             script.add(name, [Reply.text("working " * 400, chunks=400, chunk_delay_s=0.02)])
             await host.tasks.create(bot_id=None, words=name, conversation_id=cid)
         await server.wait_until(
-            lambda: len(script.requests["Slow A"]) and len(script.requests["Slow B"]), timeout=10
+            lambda: bool(script.requests["Slow A"] and script.requests["Slow B"]), timeout=10
         )
         busy = [await _reply(host, cid, f"busy {i}") for i in range(samples)]
         await host.stop()
