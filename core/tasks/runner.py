@@ -349,19 +349,20 @@ class TaskRunner:
             return
         session_id = active.session.session_id
         commands = [job.command for job in self._runtime.jobs.running(session_id)]
-        await self._runtime.jobs.kill_session(session_id)
-        # The session is told at its next turn (P3 §11 "Job runs forever").
+        # The session is told at its next turn (P3 §11 "Job runs forever"): the note goes in first, so
+        # that turn starts with it; the jobs' own "killed" notices follow.
         note = SETTLE_LIMIT_NOTE.format(jobs=", ".join(commands) or "none")
+        input_id = new_id("i")
         now = self._clock.time()
 
         def add(s: Session) -> None:
-            input_rows.insert_input(
-                s, id=new_id("i"), kind="note", text=note, now=now, task_id=active.task_id
-            )
+            input_rows.insert_input(s, id=input_id, kind="note", text=note, now=now, task_id=active.task_id)
+            input_rows.mark_delivered(s, input_id, run_id=run_id, now=now)
 
         await self._db.write(add)
         active.settle_timer = None
-        await self._check_settled(run_id)
+        active.session.steer(note, input_id)
+        await self._runtime.jobs.kill_session(session_id)
 
     # ---- ending -------------------------------------------------------------------------------------
 

@@ -406,3 +406,39 @@ async def test_a_task_waiting_for_a_person_stays_waiting_across_a_restart(
         ).status_code == 202
         done = await wait_stage(again, client, task["id"], "ready")
         assert [r["cause"] for r in done["runs"]] == ["launch", "followup"]
+
+
+async def test_jobs_still_running_30_minutes_after_the_turn_are_stopped_and_the_session_told(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
+) -> None:
+    clock = FakeClock(start=1_790_000_000.0)
+    host = Host(
+        tmp_path / "data",
+        secrets=MemorySecretStore(),
+        model_override=ModelConfig(model_server.base_url, "fake-model", "sk-test"),
+        home=home,
+        clock=clock,
+    )
+    script.add(
+        "Watch logs",
+        [
+            bash("sleep 3600", run_in_background=True),
+            Reply.text("Watching."),
+            report("done", "stopped watching", message="Stopped watching the logs."),
+            Reply.text("ok"),
+        ],
+    )
+    async with running_api(host) as client:
+        task = await new_task(client, "Watch logs")
+
+        async def settling() -> bool:
+            runs = (await get_task(client, task["id"]))["runs"]
+            return bool(runs) and runs[0]["state"] == "settling"
+
+        await wait_until(host.bus, settling, what="settling while the job runs")
+        await advance_when_asleep(clock, 30 * 60)
+        done = await wait_stage(host, client, task["id"], "ready")
+        assert [r["outcome"] for r in done["runs"]] == ["done"]
+        told = script.user_texts("Watch logs", 2)[-1]
+        assert "more than 30 minutes" in told and "sleep 3600" in told
+        assert not host.runtime.jobs.running(f"task-{task['id']}")
