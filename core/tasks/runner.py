@@ -69,6 +69,7 @@ class _Active:
     tokens_out: int = 0
     settle_timer: asyncio.Task[None] | None = None
     checking: bool = False
+    stopping: bool = False  # a person stopped it: its cancelled turn must not be nudged or settled
 
 
 def task_session_id(task_id: str) -> str:
@@ -140,15 +141,15 @@ class TaskRunner:
         active = self._active.get(run_id)
         return active.session if active else None
 
-    def record_report(self, session_id: str, report: Report) -> RunRecord | None:
-        """Keep the latest Report of the run this session works for; returns nothing when none is active."""
+    def record_report(self, session_id: str, report: Report) -> bool:
+        """Keep the latest Report of the run this session works for; False when no run is active."""
         run_id = self._by_session.get(session_id)
         active = self._active.get(run_id) if run_id else None
-        if active is None:
-            return None
+        if active is None or active.stopping:
+            return False
         if report.state != "progress":
             active.report = report
-        return None
+        return True
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         async def run() -> None:
@@ -299,7 +300,7 @@ class TaskRunner:
 
     async def _check_settled(self, run_id: str) -> None:
         active = self._active.get(run_id)
-        if active is None or active.checking or active.session.status != "idle":
+        if active is None or active.checking or active.stopping or active.session.status != "idle":
             return
         active.checking = True
         try:
@@ -370,6 +371,7 @@ class TaskRunner:
         """A person stopped the task: cancel its turn, kill its jobs, end the run `stopped`."""
         active = self._active.get(run_id)
         if active is not None and self._runtime is not None:
+            active.stopping = True
             if refuse:
                 active.session.refuse_tools(STOPPED_REFUSAL)
             await active.session.cancel(drop_queued=True)

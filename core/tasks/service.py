@@ -456,9 +456,8 @@ class TaskService:
         report = validate_report(args)  # ReportError (a ValueError) goes back to the model as a tool error
         task_id = session_id.removeprefix(TASK_PREFIX)
         task = await self._task(task_id)
-        if task.end_reason:
-            raise ToolError("This task has ended; nothing was recorded.")
-        self.runner.record_report(session_id, report)
+        if task.end_reason in ("stopped", "archived") or not self.runner.record_report(session_id, report):
+            raise ToolError("This task is not running (it was stopped or has ended); nothing was recorded.")
         now = self._clock.time()
         await self._db.write(
             lambda s: task_rows.update_task(s, task_id, now=now, report=json.dumps(report.to_json()))

@@ -215,6 +215,7 @@ async def test_stopping_one_task_leaves_chat_and_another_task_running(
         await wait_until(host.bus, replied, what="the chat reply")
         a_detail = await get_task(client, a["id"])
         assert [r["outcome"] for r in a_detail["runs"]] == ["stopped"]
+        assert len(script.requests["Slow A"]) == 1  # a stopped task is not nudged or woken again
         r = await client.post(f"/api/tasks/{a['id']}/continue", json={"text": "go on"})
         assert r.status_code == 409 and "stopped" in r.json()["error"]["message"]
 

@@ -1,0 +1,24 @@
+"""The reads and commands the desktop UI uses for background tasks. `TaskService` implements it; UI tests
+fake it. The signatures mirror `core.tasks.service.TaskService` exactly."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from core.tasks.views import TaskDetail, TaskView
+
+
+class TaskFacade(Protocol):
+    async def list_tasks(
+        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: str = "zh"
+    ) -> list[TaskView]:
+        """Tasks of one bot or all bots (archived ones never), optionally only these groups."""
+        ...
+
+    async def detail(self, task_id: str, lang: str = "zh") -> TaskDetail:
+        """One task with the user's words, its folder and its runs. Raises NotFoundError when it is gone."""
+        ...
+
+    async def stop_task(self, task_id: str) -> TaskView:
+        """A person stops the task: its turn is cancelled and its jobs killed; returns the stopped task."""
+        ...
