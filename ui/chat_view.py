@@ -2,14 +2,15 @@
 
 It reads through the ChatFacade only. Reads run on the loop (never blocking a slot); a read that comes back
 for a conversation that is no longer shown is dropped. Stored messages are matched to their widgets by id,
-so an unchanged message keeps its widget, its selection and its unfolded steps across re-reads.
+so an unchanged message keeps its widget, its selection and its unfolded steps across re-reads. A reply's
+task chips follow their tasks: a change to a task with a chip here re-reads the conversation.
 """
 
 from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
@@ -39,6 +40,9 @@ def _reason(exc: Exception) -> str:
 
 
 class ChatView(QWidget):
+    # A task chip was clicked: the window opens that task.
+    taskOpened = Signal(str)
+
     def __init__(self, facade: ChatFacade, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("chatView")
@@ -160,6 +164,16 @@ class ChatView(QWidget):
         if conversation_id == self.conversation_id:
             self._messages.request()
 
+    def on_task_changed(self, task_id: str) -> None:
+        """A task changed: re-read if a reply here carries its chip, so the chip reads the new stage.
+
+        A chip that is not shown yet arrives with its reply (MessagesChanged), so other tasks cost nothing."""
+        if self.conversation_id is not None and task_id in self.chip_task_ids():
+            self._messages.request()
+
+    def chip_task_ids(self) -> set[str]:
+        return {chip.task_id for row in self._rows for chip in row.view.task_chips}
+
     def on_live_reply_changed(self, conversation_id: str) -> None:
         if conversation_id != self.conversation_id:
             return
@@ -225,10 +239,11 @@ class ChatView(QWidget):
         rows: list[MessageWidget] = []
         for view in views:
             row = old.pop(view.id, None)
-            if row is not None and row.view == view:
+            if row is not None and row.follow(view):
                 rows.append(row)
                 continue
             replacement = message_widget(view)  # built unparented: no layout work until inserted
+            replacement.taskOpened.connect(self.taskOpened)
             if isinstance(row, AssistantMessage) and isinstance(replacement, AssistantMessage):
                 replacement.activity.set_expanded(row.activity.expanded)
             if row is not None:

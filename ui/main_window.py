@@ -1,6 +1,9 @@
 """The desktop window: conversations on the left, the chosen conversation on the right.
 
-Everything it shows is read through the ChatFacade and re-read when the EventBridge says something changed.
+With a TaskFacade, the sidebar also has 任务 (under 新对话): the right pane then shows the task list, and a
+task's detail opens there from the list or from a reply's task chip; ‹ goes back.
+
+Everything it shows is read through the facades and re-read when the EventBridge says something changed.
 Reads and commands run as tasks on the qasync loop; no slot ever waits for the core.
 """
 
@@ -10,10 +13,11 @@ import logging
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import QMainWindow, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QMainWindow, QPushButton, QSplitter, QStackedWidget, QVBoxLayout, QWidget
 
 from core.chat.facade import ChatFacade
 from core.chat.views import ConversationView
+from core.tasks.facade import TaskFacade
 from ui import theme
 from ui.async_calls import AsyncCalls
 from ui.bridge import EventBridge
@@ -22,6 +26,8 @@ from ui.conversation_list import ConversationList
 from ui.i18n import t
 from ui.icons import tinted_icon
 from ui.reloader import Reloader
+from ui.task_detail import TaskDetailView
+from ui.task_list import TaskListView
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +35,13 @@ SIDEBAR_WIDTH = 272
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, facade: ChatFacade, bridge: EventBridge, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        facade: ChatFacade,
+        bridge: EventBridge,
+        parent: QWidget | None = None,
+        tasks: TaskFacade | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.setWindowTitle(t("app.title"))
@@ -42,33 +54,22 @@ class MainWindow(QMainWindow):
             facade.list_conversations, self._apply_conversations
         )
 
-        sidebar = QWidget(self)
-        sidebar.setObjectName("sidebar")
-        sidebar.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        self.new_chat_button = QPushButton(t("sidebar.new_chat"), sidebar)
-        self.new_chat_button.setObjectName("newChatButton")
-        self.new_chat_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.new_chat_button.setIcon(tinted_icon("new-chat", theme.colors().muted))
-        self.new_chat_button.clicked.connect(self.new_conversation)
-        self.conversation_list = ConversationList(sidebar)
-        self.conversation_list.conversationSelected.connect(self._on_selected)
-        side = QVBoxLayout(sidebar)
-        side.setContentsMargins(0, 12, 0, 8)
-        side.setSpacing(10)
-        button_row = QVBoxLayout()
-        button_row.setContentsMargins(12, 0, 12, 0)
-        button_row.addWidget(self.new_chat_button)
-        side.addLayout(button_row)
-        side.addWidget(self.conversation_list, 1)
-
+        sidebar = self._build_sidebar(tasks is not None)
         self.chat_view = ChatView(facade, self)
+        self.pane = QStackedWidget(self)
+        self.pane.setObjectName("mainPane")
+        self.pane.addWidget(self.chat_view)
+        self.task_list: TaskListView | None = None
+        self.task_detail: TaskDetailView | None = None
+        if tasks is not None:
+            self._build_task_panes(tasks, bridge)
 
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.setObjectName("mainSplitter")
         splitter.setChildrenCollapsible(False)
         splitter.setHandleWidth(1)
         splitter.addWidget(sidebar)
-        splitter.addWidget(self.chat_view)
+        splitter.addWidget(self.pane)
         splitter.setStretchFactor(0, 0)
         splitter.setStretchFactor(1, 1)
         sidebar.setMinimumWidth(200)
@@ -79,7 +80,52 @@ class MainWindow(QMainWindow):
         bridge.conversationsChanged.connect(self._on_conversations_changed)
         bridge.messagesChanged.connect(self.chat_view.on_messages_changed)
         bridge.liveReplyChanged.connect(self.chat_view.on_live_reply_changed)
+        bridge.taskChanged.connect(self.chat_view.on_task_changed)
         QShortcut(QKeySequence.StandardKey.New, self, self.new_conversation)
+
+    def _build_sidebar(self, with_tasks: bool) -> QWidget:
+        sidebar = QWidget(self)
+        sidebar.setObjectName("sidebar")
+        sidebar.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.new_chat_button = QPushButton(t("sidebar.new_chat"), sidebar)
+        self.new_chat_button.setObjectName("newChatButton")
+        self.new_chat_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.new_chat_button.setIcon(tinted_icon("new-chat", theme.colors().muted))
+        self.new_chat_button.clicked.connect(self.new_conversation)
+        self.tasks_button = QPushButton(t("sidebar.tasks"), sidebar)
+        self.tasks_button.setObjectName("tasksButton")
+        self.tasks_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.tasks_button.setCheckable(True)  # checked while a task pane is shown
+        self.tasks_button.setIcon(tinted_icon("step-job", theme.colors().muted))
+        self.tasks_button.clicked.connect(lambda _checked: self.show_tasks())
+        self.tasks_button.setVisible(with_tasks)
+        self.conversation_list = ConversationList(sidebar)
+        self.conversation_list.conversationSelected.connect(self._on_selected)
+        # A click on a conversation (even the selected one) brings the chat back from a task pane.
+        self.conversation_list.clicked.connect(lambda _index: self.show_chat())
+        side = QVBoxLayout(sidebar)
+        side.setContentsMargins(0, 12, 0, 8)
+        side.setSpacing(10)
+        button_row = QVBoxLayout()
+        button_row.setContentsMargins(12, 0, 12, 0)
+        button_row.setSpacing(6)
+        button_row.addWidget(self.new_chat_button)
+        button_row.addWidget(self.tasks_button)
+        side.addLayout(button_row)
+        side.addWidget(self.conversation_list, 1)
+        return sidebar
+
+    def _build_task_panes(self, tasks: TaskFacade, bridge: EventBridge) -> None:
+        self.task_list = TaskListView(tasks, self.pane)
+        self.task_list.backRequested.connect(self.show_chat)
+        self.task_list.taskOpened.connect(lambda task_id: self.open_task(task_id, back_to="list"))
+        self.task_detail = TaskDetailView(tasks, self.pane)
+        self.task_detail.backRequested.connect(self._detail_back)
+        self.pane.addWidget(self.task_list)
+        self.pane.addWidget(self.task_detail)
+        self.chat_view.taskOpened.connect(lambda task_id: self.open_task(task_id, back_to="chat"))
+        bridge.taskChanged.connect(self.task_list.on_task_changed)
+        bridge.taskChanged.connect(self.task_detail.on_task_changed)
 
     async def refresh(self) -> None:
         """Load the conversations (creating a first one if there is none) and show the selected one."""
@@ -96,6 +142,25 @@ class MainWindow(QMainWindow):
         self.new_chat_button.setEnabled(False)  # one click, one conversation
         self._calls.start(self._create_and_open())
 
+    def show_chat(self) -> None:
+        """The right pane shows the selected conversation again."""
+        self._show_pane(self.chat_view)
+
+    def show_tasks(self) -> None:
+        """The right pane shows the task list (re-read now and on every task change while shown)."""
+        if self.task_list is not None:
+            self._show_pane(self.task_list)
+
+    def open_task(self, task_id: str, back_to: str = "chat") -> None:
+        """The right pane shows one task; its back control returns to `back_to` ("list" or "chat")."""
+        if self.task_detail is None:
+            return
+        self.task_detail.show_task(task_id, back_to=back_to)
+        self._show_pane(self.task_detail)
+
+    def shown_pane(self) -> QWidget:
+        return self.pane.currentWidget() or self.chat_view
+
     def set_close_to_tray(self, enabled: bool) -> None:
         """With a tray icon, closing the window only hides it; without one, closing quits."""
         self._close_to_tray = enabled
@@ -104,10 +169,15 @@ class MainWindow(QMainWindow):
         self._conversations.reset()
         self._calls.cancel_all()
         self.chat_view.shutdown()
+        if self.task_list is not None:
+            self.task_list.shutdown()
+        if self.task_detail is not None:
+            self.task_detail.shutdown()
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.StyleChange:  # the scheme changed: re-tint the drawn icon
             self.new_chat_button.setIcon(tinted_icon("new-chat", theme.colors().muted))
+            self.tasks_button.setIcon(tinted_icon("step-job", theme.colors().muted))
         super().changeEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:
@@ -122,6 +192,7 @@ class MainWindow(QMainWindow):
             created = await self._facade.create_conversation()
             await self._conversations.request()
             self.conversation_list.select(created.id)
+            self.show_chat()
             self.chat_view.focus_composer()
         finally:
             self.new_chat_button.setEnabled(True)
@@ -141,3 +212,23 @@ class MainWindow(QMainWindow):
 
     def _on_selected(self, conversation_id: str) -> None:
         self.chat_view.set_conversation(self.conversation_list.conversation(conversation_id))
+
+    def _detail_back(self) -> None:
+        if self.task_detail is not None and self.task_detail.back_to == "list":
+            self.show_tasks()
+        else:
+            self.show_chat()
+
+    def _show_pane(self, pane: QWidget) -> None:
+        if self.task_list is not None and pane is not self.task_list:
+            self.task_list.close_pane()
+        if self.task_detail is not None and pane is not self.task_detail:
+            self.task_detail.close_pane()
+        self.pane.setCurrentWidget(pane)
+        if pane is self.task_list and self.task_list is not None:
+            self.task_list.open()
+        self.tasks_button.setChecked(pane is not self.chat_view)
+        if pane is self.chat_view:
+            self.chat_view.focus_composer()
+        else:
+            pane.setFocus()  # so Esc (back) reaches it

@@ -1,17 +1,21 @@
 """One widget per stored message: the user's bubble on the right, replies on the left as Markdown with their
-folded steps, errors as a red-dotted well that says what to fix, notices small and grey."""
+folded steps and the chips of the tasks they started, errors as a red-dotted well that says what to fix,
+notices small and grey. A background task's result or failure says so in a grey caption above it."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QSize, Qt
+from dataclasses import replace
+
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from core.chat.views import MessageView
+from core.chat.views import MessageView, TaskChip
 from ui import markdown, theme
 from ui.activity_view import ActivityView
 from ui.i18n import t
 from ui.status_dot import StatusDot
+from ui.task_chip import TaskChipRow
 
 SELECTABLE = Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
 # User bubbles never span the whole column: the left gap keeps "who said it" readable at a glance.
@@ -116,12 +120,28 @@ def _caption(text: str, parent: QWidget, align: Qt.AlignmentFlag = Qt.AlignmentF
     return label
 
 
+def _task_caption(view: MessageView, parent: QWidget) -> QLabel | None:
+    """「来自后台任务」 over a message a background task sent; None for everything else."""
+    if not view.task_id:
+        return None
+    label = _caption(t("message.from_task"), parent)
+    label.setObjectName("fromTaskCaption")
+    return label
+
+
 class MessageWidget(QWidget):
+    # A task chip was clicked: open that task.
+    taskOpened = Signal(str)
+
     text_label: QLabel
 
     def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.view = view
+
+    def follow(self, view: MessageView) -> bool:
+        """Take a newer read of the same message in place, if only what can change in place changed."""
+        return view == self.view
 
 
 class UserMessage(MessageWidget):
@@ -158,14 +178,47 @@ class AssistantMessage(MessageWidget):
         self.text_label.setVisible(bool(view.text.strip()))
         self.activity = ActivityView(live=False, parent=self)
         self.activity.set_activity(view.steps, view.duration_ms)
+        self.chips: list[TaskChipRow] = []
 
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(4)
+        caption = _task_caption(view, self)
+        if caption is not None:
+            column.addWidget(caption)
         column.addWidget(self.text_label)
+        self._chip_box = QVBoxLayout()
+        self._chip_box.setContentsMargins(0, 2, 0, 2)
+        self._chip_box.setSpacing(4)
+        column.addLayout(self._chip_box)
         column.addWidget(self.activity)
         if view.state == "cancelled":
             column.addWidget(_caption(t("message.cancelled"), self))
+        self._set_chips(view.task_chips)
+
+    def follow(self, view: MessageView) -> bool:
+        # A chip follows its task's stage: only the chips change, so the rendered text and steps stay.
+        if replace(view, task_chips=self.view.task_chips) != self.view:
+            return False
+        self.view = view
+        self._set_chips(view.task_chips)
+        return True
+
+    def _set_chips(self, chips: tuple[TaskChip, ...]) -> None:
+        for position, chip in enumerate(chips):
+            if position < len(self.chips):
+                self.chips[position].set_chip(chip)
+                continue
+            row = TaskChipRow(chip, self)
+            row.opened.connect(self.taskOpened)
+            # Left-aligned: the chip hugs its words instead of spanning the column.
+            self._chip_box.addWidget(row, 0, Qt.AlignmentFlag.AlignLeft)
+            self.chips.append(row)
+        while len(self.chips) > len(chips):
+            gone = self.chips.pop()
+            self._chip_box.removeWidget(gone)
+            gone.hide()
+            gone.deleteLater()
 
 
 class ErrorMessage(MessageWidget):
@@ -194,6 +247,10 @@ class ErrorMessage(MessageWidget):
         inner.addWidget(self.text_label)
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(4)
+        caption = _task_caption(view, self)
+        if caption is not None:
+            column.addWidget(caption)
         column.addWidget(well)
 
 

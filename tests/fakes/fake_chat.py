@@ -58,7 +58,9 @@ class FakeChatFacade:
         if chips_from is None:
             return messages
         return [
-            replace(m, task_chips=tuple(chips_from(c.task_id) or c for c in m.task_chips)) if m.task_chips else m
+            replace(m, task_chips=tuple(chips_from(c.task_id) or c for c in m.task_chips))
+            if m.task_chips
+            else m
             for m in messages
         ]
 
