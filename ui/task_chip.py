@@ -11,9 +11,10 @@ from PySide6.QtGui import QPainter, QPaintEvent
 from PySide6.QtWidgets import QAbstractButton, QHBoxLayout, QSizePolicy, QStyle, QStyleOption, QWidget
 
 from core.chat.views import TaskChip
+from core.tasks.stage import stage_label
 from ui import theme
 from ui.elided_text import ElidedText
-from ui.i18n import t
+from ui.i18n import language, t
 from ui.status_dot import StatusDot
 from ui.theme import DotState
 
@@ -88,8 +89,9 @@ class TaskChipRow(PressableRow):
 
     def set_chip(self, chip: TaskChip) -> None:
         self.chip = chip
-        self.dot.set_state(dot_state(chip.group))
-        text = t("task.chip", title=chip.title, stage=chip.stage_label)
+        self.dot.set_state(dot_state(chip.group, chip.stage))
+        label = stage_label(chip.stage, language()) if chip.stage else chip.stage_label
+        text = t("task.chip", title=chip.title, stage=label)
         self.label.set_text(text)
         self.setText(text)  # not drawn (the label is): what tests and screen readers read
         self.updateGeometry()

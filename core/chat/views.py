@@ -55,11 +55,13 @@ class TaskChip:
     title: str
     stage_label: str
     group: str  # working | needs | ended: the dot's colour
+    stage: str = ""  # the stage key, so a view can label it in its own language
 
     def to_json(self) -> dict[str, object]:
         return {
             "taskId": self.task_id,
             "title": self.title,
+            "stage": self.stage,
             "stageLabel": self.stage_label,
             "group": self.group,
         }

@@ -377,7 +377,7 @@ class TaskService:
             if not task.origin_ref.startswith("turn:"):
                 continue
             view = (await self._state(task)).view(lang)
-            chip = TaskChip(task.id, task.title, view.stage_label, view.group)
+            chip = TaskChip(task.id, task.title, view.stage_label, view.group, view.stage)
             chips.setdefault(task.origin_ref.removeprefix("turn:"), []).append(chip)
         return chips
 

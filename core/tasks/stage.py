@@ -115,3 +115,9 @@ def is_waiting_for_person(stage_key: str) -> bool:
 
     Read from the key's shape rather than a lookup, so a key written by an older version still answers."""
     return stage_key.startswith("needs-you/") or stage_key == FAILED.key
+
+
+def stage_label(key: str, lang: str) -> str:
+    """The label of a stage key in a language; the key itself when unknown (a newer version wrote it)."""
+    stage = next((s for s in ALL_STAGES if s.key == key), None)
+    return stage.label(lang) if stage is not None else key

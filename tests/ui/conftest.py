@@ -80,3 +80,4 @@ def window(qtbot: QtBot, facade: FakeChatFacade, bridge: EventBridge) -> Iterato
     made.show()
     yield made
     made.shutdown()
+
