@@ -21,6 +21,12 @@ class InvalidInputError(ErrandError):
         self.field = field
 
 
+class UnprocessableError(InvalidInputError):
+    """Well-formed but not acceptable (an answer that is not one of the options): HTTP 422."""
+
+    code = "unprocessable"
+
+
 class NotFoundError(ErrandError):
     code = "not_found"
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from core.agent.model_config import ModelConfig, RetryPolicy
+from core.attention.service import AttentionService
 from core.bots.secret_store import SecretStore
 from core.bots.service import BotService
 from core.bus import EventBus
@@ -75,6 +76,7 @@ class Host:
             prompt_sections=(CHAT_TASK_RULES,),
             task_chips=self.tasks.chips,
         )
+        self.attention = AttentionService(self.tasks)
         self._home = home
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None

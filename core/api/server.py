@@ -16,7 +16,14 @@ from aiohttp import web
 
 from core.api.validation import json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
-from core.errors import ConflictError, ErrandError, InvalidInputError, NotFoundError, UnavailableError
+from core.errors import (
+    ConflictError,
+    ErrandError,
+    InvalidInputError,
+    NotFoundError,
+    UnavailableError,
+    UnprocessableError,
+)
 from core.events import MessagesChanged
 from core.host import Host
 from core.version import __version__
@@ -52,6 +59,8 @@ def _int_query(request: web.Request, name: str, *, default: int, low: int, high:
 
 
 def _status_for(exc: ErrandError) -> int:
+    if isinstance(exc, UnprocessableError):
+        return 422
     if isinstance(exc, InvalidInputError):
         return 400
     if isinstance(exc, NotFoundError):
@@ -88,6 +97,8 @@ class ApiServer:
         r.add_post("/api/tasks/{id}/stop", self.stop_task)
         r.add_post("/api/tasks/{id}/continue", self.continue_task)
         r.add_delete("/api/tasks/{id}", self.delete_task)
+        r.add_get("/api/attention", self.list_attention)
+        r.add_post("/api/attention/{id}/{action}", self.attention_action)
         return app
 
     async def start(self) -> str:
@@ -270,6 +281,17 @@ class ApiServer:
     async def delete_task(self, request: web.Request) -> web.Response:
         await self._host.tasks.delete_task(request.match_info["id"])
         return web.json_response({"deleted": request.match_info["id"]})
+
+    # ---- needs you (P3 §10) -------------------------------------------------------------------------
+
+    async def list_attention(self, request: web.Request) -> web.Response:
+        items = await self._host.attention.items(lang=_lang(request))
+        return web.json_response({"items": [i.to_json() for i in items], "count": len(items)})
+
+    async def attention_action(self, request: web.Request) -> web.Response:
+        body: dict[str, Any] = await json_object(request) if await request.read() else {}
+        result = await self._host.attention.act(request.match_info["id"], request.match_info["action"], body)
+        return web.json_response(result)
 
 
 def _lang(request: web.Request) -> str:

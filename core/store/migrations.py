@@ -78,11 +78,16 @@ def _add_message_task_id(conn: Connection) -> None:
     add_column(conn, "messages", Column("task_id", String, nullable=False, server_default=""))
 
 
+def _create_approvals(conn: Connection) -> None:
+    Base.metadata.create_all(conn, tables=[Base.metadata.tables["approvals"]])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
     Migration(3, "messages.task_id: a task's result in its conversation", _add_message_task_id),
-    # Append here: Migration(4, "...", _function_taking_a_connection),
+    Migration(4, "approvals: questions and approvals waiting for a person", _create_approvals),
+    # Append here: Migration(5, "...", _function_taking_a_connection),
 ]
 
 

@@ -190,3 +190,31 @@ class DeliveryRow(Base):
     sent_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
     message_id: Mapped[int] = mapped_column(default=0, server_default=_ZERO)  # messages.id once sent
     created_at: Mapped[float]
+
+
+class ApprovalRow(Base):
+    """What waits for a person's decision (P3 §9 `approvals`): a task's question, or an approval."""
+
+    __tablename__ = "approvals"
+    __table_args__ = (
+        Index("ix_approvals_status_created_at", "status", "created_at"),
+        Index("ix_approvals_task_id_status", "task_id", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(primary_key=True)  # q_<12 hex>
+    kind: Mapped[str]  # question | approval
+    bot_id: Mapped[str]
+    conversation_id: Mapped[str]
+    task_id: Mapped[str] = mapped_column(default="", server_default="")
+    run_id: Mapped[str] = mapped_column(default="", server_default="")
+    text: Mapped[str]  # the question, or what needs approving
+    options: Mapped[str] = mapped_column(default="[]", server_default="[]")  # JSON list of labels
+    default: Mapped[str | None] = mapped_column(default=None, nullable=True)  # with a default the run goes on
+    code: Mapped[str] = mapped_column(default="", server_default="")  # 4 digits, for answering on a channel
+    status: Mapped[str] = mapped_column(
+        default="open", server_default="open"
+    )  # open|answered|withdrawn|expired
+    answer: Mapped[str] = mapped_column(default="", server_default="")
+    decided_by: Mapped[str] = mapped_column(default="", server_default="")  # person|default|ttl
+    created_at: Mapped[float]
+    decided_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)

@@ -17,12 +17,14 @@ PUSHED = {
         "failure": "「{title}」没做完:{reason}",
         "question": "「{title}」想问你:{question}",
         "options": "可选:{options}",
+        "default": "不回复就按{default}做",
         "chat_note": "[后台任务「{title}」已完成,结果已发给用户] {text}",
     },
     "en": {
         "failure": "“{title}” did not finish: {reason}",
         "question": "“{title}” asks: {question}",
         "options": "Options: {options}",
+        "default": "If you don't answer, I'll go with {default}.",
         "chat_note": "[Background task “{title}” finished; its result was delivered to the user] {text}",
     },
 }

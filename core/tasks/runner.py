@@ -147,7 +147,13 @@ class TaskRunner:
         active = self._active.get(run_id) if run_id else None
         if active is None or active.stopping:
             return False
-        if report.state != "progress":
+        # Progress and a question with a default are not where the run ends: it goes on.
+        asks_and_goes_on = (
+            report.state == "needs_you"
+            and report.question is not None
+            and report.question.default is not None
+        )
+        if report.state != "progress" and not asks_and_goes_on:
             active.report = report
         return True
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from core.agent.tool_api import ToolError, ToolSpec
+from core.attention.routing import AnswerError, new_code, validate_answer
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.chat.views import TaskChip
@@ -25,13 +27,16 @@ from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError
 from core.events import MessagesChanged, TaskChanged
 from core.ids import new_id
+from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows
 from core.store import messages as msg_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
 from core.store import tasks as task_rows
+from core.store.approvals import ApprovalRecord, DecidedBy
 from core.store.database import Database
 from core.store.deliveries import DeliveryPurpose, DeliveryRecord
+from core.store.run_inputs import InputKind
 from core.store.runs import RunCause, RunRecord
 from core.store.tasks import TaskRecord
 from core.tasks.folders import folder_size, remove_folder, task_folder
@@ -56,6 +61,7 @@ DEFAULT_BUDGET_USD = 1.0
 MAX_BUDGET_USD = 1000.0
 TITLE_LENGTH = 40
 GROUPS = ("working", "needs", "ended")
+_RANDOM = secrets.SystemRandom()  # question codes: unpredictable, so a stray number rarely answers
 
 
 def _title_from(words: str) -> str:
@@ -223,7 +229,9 @@ class TaskService:
         )
         return new
 
-    async def follow_up(self, task_id: str, text: str, *, cause: RunCause = "followup") -> str:
+    async def follow_up(
+        self, task_id: str, text: str, *, cause: RunCause = "followup", kind: InputKind = "followup"
+    ) -> str:
         """A person's follow-up: steered into a working task, or it resumes a done or failed one.
         Returns 'steered', 'queued' or 'resumed'."""
         if not text.strip():
@@ -239,7 +247,7 @@ class TaskService:
 
         def add(s: Session) -> str:
             input_rows.insert_input(
-                s, id=input_id, kind="followup", text=text, now=now, task_id=task_id, from_person=True
+                s, id=input_id, kind=kind, text=text, now=now, task_id=task_id, from_person=True
             )
             if active is not None:
                 input_rows.mark_delivered(s, input_id, run_id=active, now=now)
@@ -462,14 +470,112 @@ class TaskService:
         await self._db.write(
             lambda s: task_rows.update_task(s, task_id, now=now, report=json.dumps(report.to_json()))
         )
+        if report.state == "needs_you" and report.question is not None:
+            await self._ask(task, report)
         self._bus.publish(TaskChanged(task_id))
+        if (
+            report.state == "needs_you"
+            and report.question is not None
+            and report.question.default is not None
+        ):
+            return (
+                f"Asked. Keep working on what does not depend on the answer. If you finish first, go with "
+                f"{report.question.default!r}, say so in your result and report done."
+            )
         return {
             "progress": "Noted (not shown to the user). Carry on.",
             "done": "Recorded. The user gets your message when you finish; end your turn now.",
             "failed": "Recorded. The user will be told; end your turn now.",
-            "needs_you": "Recorded. The question goes to the user; do the work that does not depend on "
-            "the answer, then end your turn.",
+            "needs_you": "Asked. Do the work that does not depend on the answer, then end your turn; "
+            "the answer comes back to you as your next input.",
         }[report.state]
+
+    # ---- questions (P3 §6 "Questions: ask early, keep working") -------------------------------------
+
+    async def _ask(self, task: TaskRecord, report: Report) -> None:
+        """Ask right away, whether or not the run goes on; asking again replaces the open question."""
+        assert report.question is not None
+        question = report.question
+        question_id = new_id("q")
+        now = self._clock.time()
+        run_id = self.runner.active_run(task.id) or ""
+
+        def insert(s: Session) -> None:
+            for old in approval_rows.open_approvals(s, task_id=task.id):
+                if old.kind == "question":
+                    approval_rows.decide(s, old.id, status="withdrawn", now=now, decided_by="")
+            approval_rows.insert_approval(
+                s,
+                id=question_id,
+                kind="question",
+                bot_id=task.bot_id,
+                conversation_id=task.conversation_id,
+                text=question.text,
+                now=now,
+                task_id=task.id,
+                run_id=run_id,
+                options=question.options,
+                default=question.default,
+                code=new_code(approval_rows.open_codes(s), _RANDOM.randint),
+            )
+
+        await self._db.write(insert)
+        lang = language_of(task.brief)
+        text = pushed(lang, "question", title=task.title, question=question.text)
+        if question.options:
+            text += "\n" + pushed(lang, "options", options=" / ".join(question.options))
+        if question.default is not None:
+            text += "\n" + pushed(lang, "default", default=question.default)
+        await self._outbox.push(
+            delivery_id=f"{question_id}:ask",
+            bot_id=task.bot_id,
+            conversation_id=task.conversation_id,
+            purpose="question",
+            text=text,
+            task_id=task.id,
+            run_id=run_id,
+        )
+
+    async def open_questions(self) -> list[ApprovalRecord]:
+        return await self._db.read(
+            lambda s: [a for a in approval_rows.open_approvals(s) if a.kind == "question"]
+        )
+
+    async def answer(self, question_id: str, answer: str) -> str:
+        """A person answers a task's question: steered into the run that asked, or it starts a run on the
+        reserved person slot. Returns how it went in ('steered', 'queued' or 'resumed')."""
+        question = await self._db.read(lambda s: approval_rows.get_approval(s, question_id))
+        if question is None or question.kind != "question":
+            raise NotFoundError("question", question_id)
+        if question.status != "open":
+            raise ConflictError(f"This question is already {question.status}; there is nothing to answer.")
+        if not answer.strip():
+            raise InvalidInputError("answer", "must not be empty; pick an option or write a reply")
+        try:
+            chosen = validate_answer(answer, question.options, allows_free_text=True)
+        except AnswerError as exc:
+            raise InvalidInputError("answer", str(exc)) from exc
+        now = self._clock.time()
+        await self._db.write(
+            lambda s: approval_rows.decide(
+                s, question_id, status="answered", now=now, answer=chosen, decided_by="person"
+            )
+        )
+        text = f"[The user answered your question] Question: {question.text}\nAnswer: {chosen}"
+        return await self.follow_up(question.task_id, text, cause="answer", kind="answer")
+
+    async def _withdraw_questions(self, task_id: str) -> None:
+        """A run that ended done or failed withdraws the task's open questions (P3 §6); one with a default
+        was decided by its default."""
+        now = self._clock.time()
+
+        def withdraw(s: Session) -> None:
+            for question in approval_rows.open_approvals(s, task_id=task_id):
+                if question.kind == "question":
+                    by: DecidedBy = "default" if question.default is not None else ""
+                    approval_rows.decide(s, question.id, status="withdrawn", now=now, decided_by=by)
+
+        await self._db.write(withdraw)
 
     # ---- results go back to the conversation ---------------------------------------------------------
 
@@ -486,11 +592,8 @@ class TaskService:
         elif run.outcome == "failed":
             reason = run.error or (report.message if report else "") or "unknown error"
             await self._push(task, run, "failure", pushed(lang, "failure", title=task.title, reason=reason))
-        elif run.outcome == "needs_you" and report is not None and report.question is not None:
-            text = pushed(lang, "question", title=task.title, question=report.question.text)
-            if report.question.options:
-                text += "\n" + pushed(lang, "options", options=" / ".join(report.question.options))
-            await self._push(task, run, "question", text)
+        if run.outcome in ("done", "failed"):
+            await self._withdraw_questions(task.id)
         self._bus.publish(TaskChanged(task.id))
 
     async def _push(self, task: TaskRecord, run: RunRecord, purpose: DeliveryPurpose, text: str) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from core.store import approvals as approval_rows
 from core.store import deliveries as delivery_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
@@ -74,7 +75,8 @@ def load_state(s: Session, task: TaskRecord, *, active: bool) -> TaskState:
     since = last.ended_at if last else 0.0
     person_since = any(i.from_person and i.created_at > since for i in inputs) if last else False
     latest_delivery = max(deliveries, key=lambda d: d.created_at, default=None)
-    question = report.question if report and report.state == "needs_you" else None
+    questions = [a for a in approval_rows.open_approvals(s, task_id=task.id) if a.kind == "question"]
+    blocking = [q for q in questions if q.default is None]
     run_active = active or any(r.state in ("running", "settling") for r in runs)
     facts = StageFacts(
         stopped=task.end_reason == "stopped",
@@ -83,14 +85,8 @@ def load_state(s: Session, task: TaskRecord, *, active: bool) -> TaskState:
             latest_delivery.status == "held"
             or (latest_delivery.status == "pending" and latest_delivery.attempts >= DELIVERY_ATTEMPTS)
         ),
-        awaiting_answer=bool(
-            question is not None
-            and question.default is None
-            and last is not None
-            and last.outcome == "needs_you"
-            and not person_since
-            and not run_active
-        ),
+        # An open question without a default blocks even while the run finishes independent work (row 3).
+        awaiting_answer=bool(blocking),
         awaiting_approval=False,
         budget_stopped=last is not None and last.outcome == "budget" and not person_since,
         latest_report_state=report.state if report else None,
@@ -100,6 +96,6 @@ def load_state(s: Session, task: TaskRecord, *, active: bool) -> TaskState:
         person_input_since_report=person_since,
         run_active=run_active,
         inputs_waiting=any(r.state == "queued" for r in runs) or any(not i.taken_at for i in inputs),
-        question_with_default_open=question is not None and question.default is not None and run_active,
+        question_with_default_open=run_active and any(q.default is not None for q in questions),
     )
     return TaskState(task, runs, inputs, deliveries, latest_said, task_stage(facts))

@@ -80,4 +80,3 @@ def window(qtbot: QtBot, facade: FakeChatFacade, bridge: EventBridge) -> Iterato
     made.show()
     yield made
     made.shutdown()
-

@@ -1,0 +1,637 @@
+"""The needs-you list (P3 §1 Attention, §6 mock-up, §10 `GET /attention`): items, their actions and order.
+
+An item is one thing that waits for a person. Questions and approvals are stored; the rest is derived
+from state by the caller, which builds items with the functions below and shows them `ordered`. An item
+goes away by itself when its cause is gone, so nothing here is stored. Item ids are stable across
+derivations (`kind:key`), so `POST /attention/:id/:action` can find the item again.
+
+Pure: no I/O, no clock (`since` comes from the caller), no Qt."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal, cast
+
+from core.attention.routing import AnswerError, validate_answer
+
+AttentionKind = Literal[
+    "question",
+    "approval",
+    "task_failed",
+    "undelivered",
+    "task_budget",
+    "rule_failing",
+    "rule_paused",
+    "stuck_turn",
+    "channel_login",
+    "observe_ready",
+]
+KINDS: tuple[AttentionKind, ...] = (
+    "question",
+    "approval",
+    "task_failed",
+    "undelivered",
+    "task_budget",
+    "rule_failing",
+    "rule_paused",
+    "stuck_turn",
+    "channel_login",
+    "observe_ready",
+)
+Severity = Literal["info", "warn", "error"]  # the row's dot: grey, amber, red
+SEVERITIES: tuple[Severity, ...] = ("info", "warn", "error")
+AttentionAction = Literal["answer", "approve", "deny", "retry", "open", "dismiss"]
+ACTIONS: tuple[AttentionAction, ...] = ("answer", "approve", "deny", "retry", "open", "dismiss")
+UndeliveredReason = Literal["window_closed", "quota", "failed"]
+PauseReason = Literal["failures", "budget"]
+
+# What a person can do with each kind (P3 §10). An option is answered through 'answer'.
+ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingProxyType(
+    {
+        "question": ("answer",),
+        "approval": ("approve", "deny"),
+        "task_failed": ("retry", "open"),
+        "undelivered": ("open",),
+        "task_budget": ("answer",),  # 继续 (adds budget) or 停止
+        "rule_failing": ("open", "dismiss"),
+        "rule_paused": ("retry", "open"),
+        "stuck_turn": ("open", "dismiss"),
+        "channel_login": ("open",),
+        "observe_ready": ("answer",),  # 改为执行 or 继续观察
+    }
+)
+# Only warnings that nobody must act on can be put away by hand. What still asks (P3 §15 point 4: a
+# question, an approval, a budget, a failed task, a paused rule, an expired login, an undelivered result)
+# leaves only when its cause is gone; observe_ready is put away by answering 继续观察.
+DISMISSABLE_KINDS: frozenset[AttentionKind] = frozenset({"rule_failing", "stuck_turn"})
+# Kinds that never notify or push. observe_ready is never pushed (P3 §6 calm defaults); a rule that
+# failed twice but still runs is not a "failure that needs them" until it pauses (P3 §6 push table).
+NEVER_PUSHED: frozenset[AttentionKind] = frozenset({"observe_ready", "rule_failing"})
+SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
+    {
+        "question": "warn",
+        "approval": "warn",
+        "task_failed": "error",
+        "undelivered": "warn",
+        "task_budget": "warn",
+        "rule_failing": "warn",
+        "rule_paused": "error",
+        "stuck_turn": "warn",
+        "channel_login": "error",
+        "observe_ready": "info",
+    }
+)
+# P3 §6 mock-up order: questions and approvals (time-sensitive), failures, deliveries, the system
+# (logins, stuck turns, budget), and last a rule in observe that has observed enough.
+GROUP_BY_KIND: Mapping[AttentionKind, int] = MappingProxyType(
+    {
+        "question": 0,
+        "approval": 0,
+        "task_failed": 1,
+        "rule_paused": 1,
+        "rule_failing": 1,
+        "undelivered": 2,
+        "channel_login": 3,
+        "stuck_turn": 3,
+        "task_budget": 3,
+        "observe_ready": 4,
+    }
+)
+# Kinds answered with a choice only; a task question also takes free text (the mock-up's [回复…]).
+_OPTIONS_ONLY: frozenset[AttentionKind] = frozenset({"task_budget", "observe_ready"})
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionItem:
+    """One needs-you row. `subject` is the row's first line (the UI puts the bot's name before it),
+    `line` what the person reads under it (may hold a second line, e.g. a question's default)."""
+
+    id: str
+    kind: AttentionKind
+    bot_id: str
+    subject: str
+    line: str
+    actions: tuple[AttentionAction, ...]
+    since: float  # when the cause began, epoch seconds
+    severity: Severity
+    task_id: str = ""
+    rule_id: str = ""
+    conversation_id: str = ""
+    options: tuple[str, ...] = ()
+    default: str | None = None
+    dismissable: bool = False
+    # Whether the item may be pushed or notify (the outbox's rules still apply). Forced False for the
+    # kinds that are never pushed, so no caller can push an observe_ready row by mistake.
+    pushed: bool = field(default=True)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ACTIONS_BY_KIND:
+            raise ValueError(f"unknown attention kind {self.kind!r}; one of {', '.join(KINDS)}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {', '.join(SEVERITIES)}, not {self.severity!r}")
+        offered = ACTIONS_BY_KIND[self.kind]
+        extra = [a for a in self.actions if a not in offered]
+        if extra:
+            raise ValueError(f"a {self.kind} item offers only {', '.join(offered)}, not {', '.join(extra)}")
+        if self.dismissable and self.kind not in DISMISSABLE_KINDS:
+            raise ValueError(f"a {self.kind} item can't be dismissed: it leaves when its cause is gone")
+        if ("dismiss" in self.actions) != self.dismissable:
+            raise ValueError("'dismiss' is among the actions exactly when the item is dismissable")
+        if self.options and "answer" not in self.actions:
+            raise ValueError("options are answered through 'answer', which this item doesn't offer")
+        if self.default is not None and self.options and self.default not in self.options:
+            raise ValueError(f"the default {self.default!r} is not one of the options {list(self.options)}")
+        if self.pushed and self.kind in NEVER_PUSHED:
+            object.__setattr__(self, "pushed", False)
+
+    def to_json(self) -> dict[str, object]:
+        """The P3 §10 `GET /attention` shape, camelCase; the optional keys only when set."""
+        data: dict[str, object] = {
+            "id": self.id,
+            "kind": self.kind,
+            "botId": self.bot_id,
+            "subject": self.subject,
+            "line": self.line,
+            "actions": list(self.actions),
+            "since": self.since,
+            "severity": self.severity,
+        }
+        if self.task_id:
+            data["taskId"] = self.task_id
+        if self.rule_id:
+            data["ruleId"] = self.rule_id
+        if self.conversation_id:
+            data["conversationId"] = self.conversation_id
+        if self.options:
+            data["options"] = list(self.options)
+        if self.default is not None:
+            data["default"] = self.default
+        return data
+
+
+def can(item: AttentionItem, action: str) -> bool:
+    """Whether `action` may be taken on `item`: the kind offers it, the item lists it, and a dismiss
+    only on a dismissable kind. The API answers anything else with an error and changes nothing."""
+    if action not in ACTIONS_BY_KIND.get(item.kind, ()) or action not in item.actions:
+        return False
+    return action != "dismiss" or (item.dismissable and item.kind in DISMISSABLE_KINDS)
+
+
+def check_answer(item: AttentionItem, answer: str) -> str:
+    """The answer as the item's owner receives it (an option's label for its number or label); raises
+    `AnswerError` (the API's 422) when the item takes no answer or the answer isn't one it takes."""
+    if not can(item, "answer"):
+        raise AnswerError(f"a {item.kind} item takes no answer; its actions are {', '.join(item.actions)}")
+    return validate_answer(answer, item.options, allows_free_text=item.kind not in _OPTIONS_ONLY)
+
+
+def ordered(items: Iterable[AttentionItem]) -> list[AttentionItem]:
+    """The needs-you order: by group (P3 §6), then oldest `since` first, then by id (so equal times
+    come out the same way whatever order the caller gathered them in)."""
+    return sorted(items, key=lambda item: (GROUP_BY_KIND[item.kind], item.since, item.id))
+
+
+def item_id(kind: AttentionKind, key: str) -> str:
+    """A stable id: the kind and the key of its cause (question, approval, task, rule, conversation...)."""
+    if not key:
+        raise ValueError("an attention item id needs the key of its cause")
+    return f"{kind}:{key}"
+
+
+def split_item_id(value: str) -> tuple[AttentionKind, str]:
+    """The kind and key of an id made by `item_id`; ValueError for anything else."""
+    kind, sep, key = value.partition(":")
+    if not sep or not key or kind not in ACTIONS_BY_KIND:
+        raise ValueError(f"not an attention item id: {value!r}")
+    return cast(AttentionKind, kind), key
+
+
+# --- words ------------------------------------------------------------------------------------------------
+
+Lang = Literal["zh", "en"]
+
+TEXT: Mapping[Lang, Mapping[str, str]] = MappingProxyType(
+    {
+        "zh": MappingProxyType(
+            {
+                "question": "等你回答",
+                "question_default": "不回复就按{default}做",
+                "approval": "等你批准",
+                "task_failed": "失败",
+                "task_failed_line": "没有给出原因",
+                "undelivered": "{count} 条消息未送达{channel}",
+                "undelivered_window_closed": (
+                    "你 24 小时内没在{channel}里发消息,{channel}不允许机器人先发。"
+                    "在{channel}里给它发任意一条消息即可收到。"
+                ),
+                "undelivered_quota": (
+                    "它在{channel}里能发的消息用完了。在{channel}里给它发任意一条消息即可收到。"
+                ),
+                "undelivered_failed": "发送失败了 3 次",
+                "task_budget": "预算用完",
+                "task_budget_line": "已用 约 ${spent:.2f} / ${budget:.2f}。继续还是停止?",
+                "continue": "继续",
+                "stop": "停止",
+                "rule_failing": "规则「{title}」连续失败 {count} 次",
+                "rule_paused_failures": "规则「{title}」连续失败 {count} 次,已暂停",
+                "rule_paused_budget": "规则「{title}」本月预算用完,已暂停",
+                "observe_ready": "规则「{title}」已观察 {count} 次,需要你来决定是否执行",
+                "act": "改为执行",
+                "keep_observing": "继续观察",
+                "stuck_turn": "「{title}」的回复卡住了",
+                "stuck_turn_line": "已经 {minutes} 分钟没有进展",
+                "channel_login": "{channel}登录已过期",
+            }
+        ),
+        "en": MappingProxyType(
+            {
+                "question": "waiting for your answer",
+                "question_default": "If you don't answer: {default}",
+                "approval": "waiting for your approval",
+                "task_failed": "failed",
+                "task_failed_line": "No reason was given",
+                "undelivered": "{count} message(s) not delivered to {channel}",
+                "undelivered_window_closed": (
+                    "You haven't messaged it on {channel} in 24 hours, and {channel} doesn't let a bot "
+                    "write first. Send it any message on {channel} to receive it."
+                ),
+                "undelivered_quota": (
+                    "It has used up the messages {channel} lets it send. "
+                    "Send it any message on {channel} to receive it."
+                ),
+                "undelivered_failed": "Sending failed 3 times",
+                "task_budget": "budget used up",
+                "task_budget_line": "Spent about ${spent:.2f} of ${budget:.2f}. Continue or stop?",
+                "continue": "Continue",
+                "stop": "Stop",
+                "rule_failing": "Rule “{title}” failed {count} times in a row",
+                "rule_paused_failures": "Rule “{title}” failed {count} times in a row and is paused",
+                "rule_paused_budget": "Rule “{title}” used up its monthly budget and is paused",
+                "observe_ready": "Rule “{title}” has observed {count} times: should it act?",
+                "act": "Act from now on",
+                "keep_observing": "Keep observing",
+                "stuck_turn": "The reply in “{title}” is stuck",
+                "stuck_turn_line": "No progress for {minutes} minutes",
+                "channel_login": "{channel} login expired",
+            }
+        ),
+    }
+)
+
+ACTION_LABELS: Mapping[Lang, Mapping[AttentionAction, str]] = MappingProxyType(
+    {
+        "zh": MappingProxyType(
+            {
+                "answer": "回复…",
+                "approve": "批准一次",
+                "deny": "拒绝",
+                "retry": "重试",
+                "open": "打开",
+                "dismiss": "知道了",
+            }
+        ),
+        "en": MappingProxyType(
+            {
+                "answer": "Reply…",
+                "approve": "Approve once",
+                "deny": "Deny",
+                "retry": "Retry",
+                "open": "Open",
+                "dismiss": "Dismiss",
+            }
+        ),
+    }
+)
+# What 'open' does depends on the kind, so its button says so (P3 §6 mock-up: [在这里查看], [打开规则]).
+OPEN_LABELS: Mapping[Lang, Mapping[AttentionKind, str]] = MappingProxyType(
+    {
+        "zh": MappingProxyType(
+            {
+                "task_failed": "打开任务",
+                "undelivered": "在这里查看",
+                "rule_failing": "打开规则",
+                "rule_paused": "打开规则",
+                "stuck_turn": "打开对话",
+                "channel_login": "重新登录",
+            }
+        ),
+        "en": MappingProxyType(
+            {
+                "task_failed": "Open task",
+                "undelivered": "View here",
+                "rule_failing": "Open rule",
+                "rule_paused": "Open rule",
+                "stuck_turn": "Open conversation",
+                "channel_login": "Sign in again",
+            }
+        ),
+    }
+)
+
+
+def lang_of(lang: str) -> Lang:
+    """'zh' for any Chinese locale ('zh', 'zh_CN', 'zh-Hans'), 'en' for anything else."""
+    return "zh" if lang.lower().startswith("zh") else "en"
+
+
+def action_label(item: AttentionItem, action: AttentionAction, lang: str = "zh") -> str:
+    """The button text of an action on an item, in the UI's language."""
+    language = lang_of(lang)
+    if action == "open":
+        return OPEN_LABELS[language].get(item.kind, ACTION_LABELS[language]["open"])
+    return ACTION_LABELS[language][action]
+
+
+def _text(lang: str, key: str, **fields: object) -> str:
+    return TEXT[lang_of(lang)][key].format(**fields)
+
+
+def _titled(title: str, label: str) -> str:
+    """'GPU 价格调研 · 等你回答', or just the label when there is no title."""
+    return f"{title} · {label}" if title.strip() else label[:1].upper() + label[1:]
+
+
+def _item(
+    kind: AttentionKind,
+    key: str,
+    *,
+    bot_id: str,
+    subject: str,
+    line: str,
+    since: float,
+    task_id: str = "",
+    rule_id: str = "",
+    conversation_id: str = "",
+    options: Sequence[str] = (),
+    default: str | None = None,
+) -> AttentionItem:
+    """An item with its kind's actions, severity, dismissability and push rule."""
+    return AttentionItem(
+        id=item_id(kind, key),
+        kind=kind,
+        bot_id=bot_id,
+        subject=subject,
+        line=line,
+        actions=ACTIONS_BY_KIND[kind],
+        since=since,
+        severity=SEVERITY_BY_KIND[kind],
+        task_id=task_id,
+        rule_id=rule_id,
+        conversation_id=conversation_id,
+        options=tuple(options),
+        default=default,
+        dismissable=kind in DISMISSABLE_KINDS,
+        pushed=kind not in NEVER_PUSHED,
+    )
+
+
+# --- builders, in the needs-you order ---------------------------------------------------------------------
+
+
+def question_item(
+    question_id: str,
+    task_id: str,
+    bot_id: str,
+    task_title: str,
+    question: str,
+    options: Sequence[str],
+    default: str | None,
+    since: float,
+    conversation_id: str = "",
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A task's open question. With a default (the task keeps working) the line says what happens
+    without an answer: 「不回复就按包月价做」 / "If you don't answer: 包月价"."""
+    line = question.strip()
+    if default is not None:
+        line += "\n" + _text(lang, "question_default", default=default)
+    return _item(
+        "question",
+        question_id,
+        bot_id=bot_id,
+        subject=_titled(task_title, _text(lang, "question")),
+        line=line,
+        since=since,
+        task_id=task_id,
+        conversation_id=conversation_id,
+        options=options,
+        default=default,
+    )
+
+
+def approval_item(
+    approval_id: str,
+    bot_id: str,
+    request: str,
+    since: float,
+    task_id: str = "",
+    task_title: str = "",
+    conversation_id: str = "",
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """An approval (e.g. `rm -rf build/`), titled with its task when a task raised it."""
+    return _item(
+        "approval",
+        approval_id,
+        bot_id=bot_id,
+        subject=_titled(task_title, _text(lang, "approval")),
+        line=request.strip(),
+        since=since,
+        task_id=task_id,
+        conversation_id=conversation_id,
+    )
+
+
+def failed_task_item(
+    task_id: str,
+    bot_id: str,
+    task_title: str,
+    reason: str,
+    since: float,
+    conversation_id: str = "",
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A task whose latest Report is `failed` (or whose launch failed): retry, or open it."""
+    return _item(
+        "task_failed",
+        task_id,
+        bot_id=bot_id,
+        subject=_titled(task_title, _text(lang, "task_failed")),
+        line=reason.strip() or _text(lang, "task_failed_line"),
+        since=since,
+        task_id=task_id,
+        conversation_id=conversation_id,
+    )
+
+
+def undelivered_item(
+    conversation_id: str,
+    bot_id: str,
+    channel: str,
+    reason: UndeliveredReason,
+    since: float,
+    count: int = 1,
+    task_id: str = "",
+    error: str = "",
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """Messages for a conversation that didn't go out: held because the channel needs the person
+    (`window_closed`, `quota`), or failed 3 times. `channel` is its display name (微信, Feishu)."""
+    if count < 1:
+        raise ValueError("an undelivered item counts at least one message")
+    if reason == "failed":
+        line = _text(lang, "undelivered_failed") + (f": {error.strip()}" if error.strip() else "")
+    else:
+        line = _text(lang, f"undelivered_{reason}", channel=channel)
+    return _item(
+        "undelivered",
+        conversation_id,
+        bot_id=bot_id,
+        subject=_text(lang, "undelivered", count=count, channel=channel),
+        line=line,
+        since=since,
+        task_id=task_id,
+        conversation_id=conversation_id,
+    )
+
+
+def budget_item(
+    task_id: str,
+    bot_id: str,
+    task_title: str,
+    spent_usd: float,
+    budget_usd: float,
+    since: float,
+    conversation_id: str = "",
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A task whose run stopped at its budget: answered 继续 (the API adds budget) or 停止."""
+    return _item(
+        "task_budget",
+        task_id,
+        bot_id=bot_id,
+        subject=_titled(task_title, _text(lang, "task_budget")),
+        line=_text(lang, "task_budget_line", spent=spent_usd, budget=budget_usd),
+        since=since,
+        task_id=task_id,
+        conversation_id=conversation_id,
+        options=(_text(lang, "continue"), _text(lang, "stop")),
+    )
+
+
+def rule_failing_item(
+    rule_id: str,
+    bot_id: str,
+    rule_title: str,
+    failures: int,
+    error: str,
+    since: float,
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A rule that failed twice in a row and still runs: shown quietly, never pushed, dismissable."""
+    return _item(
+        "rule_failing",
+        rule_id,
+        bot_id=bot_id,
+        subject=_text(lang, "rule_failing", title=rule_title, count=failures),
+        line=error.strip(),
+        since=since,
+        rule_id=rule_id,
+    )
+
+
+def rule_paused_item(
+    rule_id: str,
+    bot_id: str,
+    rule_title: str,
+    reason: PauseReason,
+    detail: str,
+    since: float,
+    failures: int = 3,
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A rule paused after failures in a row (`detail` is the last error) or at its monthly budget."""
+    key = "rule_paused_failures" if reason == "failures" else "rule_paused_budget"
+    return _item(
+        "rule_paused",
+        rule_id,
+        bot_id=bot_id,
+        subject=_text(lang, key, title=rule_title, count=failures),
+        line=detail.strip(),
+        since=since,
+        rule_id=rule_id,
+    )
+
+
+def stuck_turn_item(
+    conversation_id: str,
+    bot_id: str,
+    conversation_title: str,
+    stuck_minutes: int,
+    since: float,
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A chat turn that has made no progress for a while."""
+    return _item(
+        "stuck_turn",
+        conversation_id,
+        bot_id=bot_id,
+        subject=_text(lang, "stuck_turn", title=conversation_title),
+        line=_text(lang, "stuck_turn_line", minutes=stuck_minutes),
+        since=since,
+        conversation_id=conversation_id,
+    )
+
+
+def channel_login_item(
+    channel_id: str,
+    bot_id: str,
+    channel: str,
+    since: float,
+    detail: str = "",
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A channel whose login expired; 'open' signs in again (WeChat: scan the code)."""
+    return _item(
+        "channel_login",
+        channel_id,
+        bot_id=bot_id,
+        subject=_text(lang, "channel_login", channel=channel),
+        line=detail.strip(),
+        since=since,
+    )
+
+
+def observe_ready_item(
+    rule_id: str,
+    bot_id: str,
+    rule_title: str,
+    observed_runs: int,
+    would: str,
+    since: float,
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A rule the user put in observe that has observed enough: act from now on, or keep observing.
+    `would` is the latest run's would-do line (「本会发送:“…”」). Never pushed; shown last."""
+    return _item(
+        "observe_ready",
+        rule_id,
+        bot_id=bot_id,
+        subject=_text(lang, "observe_ready", title=rule_title, count=observed_runs),
+        line=would.strip(),
+        since=since,
+        rule_id=rule_id,
+        options=(_text(lang, "act"), _text(lang, "keep_observing")),
+    )

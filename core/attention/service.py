@@ -1,0 +1,94 @@
+"""Needs you (需要你): everything that waits for a person, derived from state, and the actions on it.
+
+Items are never stored as such: a question is an open row in `approvals`, a failed task is a task whose
+stage is failed. An item goes away by itself when its cause is gone (P3 §1 "Attention").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.attention.items import (
+    AttentionItem,
+    can,
+    check_answer,
+    failed_task_item,
+    ordered,
+    question_item,
+    split_item_id,
+)
+from core.attention.routing import AnswerError
+from core.errors import ConflictError, NotFoundError, UnprocessableError
+from core.tasks.service import TaskService
+
+RETRY_TEXT = "The user asked you to try again. Look at what went wrong last time, then continue."
+
+
+class AttentionService:
+    def __init__(self, tasks: TaskService) -> None:
+        self._tasks = tasks
+
+    async def items(self, lang: str = "zh") -> list[AttentionItem]:
+        found: list[AttentionItem] = []
+        titles: dict[str, str] = {}
+        for question in await self._tasks.open_questions():
+            if question.task_id not in titles:
+                titles[question.task_id] = (await self._tasks.view(question.task_id)).title
+            found.append(
+                question_item(
+                    question.id,
+                    question.task_id,
+                    question.bot_id,
+                    titles[question.task_id],
+                    question.text,
+                    question.options,
+                    question.default,
+                    question.created_at,
+                    conversation_id=question.conversation_id,
+                    lang=lang,
+                )
+            )
+        for task in await self._tasks.list_tasks(groups=["needs"], lang=lang):
+            if task.stage == "failed":
+                found.append(
+                    failed_task_item(
+                        task.id,
+                        task.bot_id,
+                        task.title,
+                        task.latest_line,
+                        task.updated_at,
+                        conversation_id=task.conversation_id,
+                        lang=lang,
+                    )
+                )
+        return ordered(found)
+
+    async def act(self, item_id: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Do `action` on the item; a missing item is 404, an action it does not offer 409, a bad answer 422.
+        Nothing changes unless the action is taken."""
+        try:
+            kind, key = split_item_id(item_id)
+        except ValueError:
+            raise NotFoundError("needs-you item", item_id) from None
+        item = next((i for i in await self.items() if i.id == item_id), None)
+        if item is None:
+            raise NotFoundError("needs-you item", item_id)
+        if not can(item, action):
+            offered = ", ".join(item.actions) or "none"
+            raise ConflictError(f"{item_id} does not offer {action!r}; it offers: {offered}.")
+        if action == "answer":
+            raw = body.get("answer")
+            if not isinstance(raw, str) or not raw.strip():
+                raise UnprocessableError("answer", "send a non-empty string in 'answer'")
+            try:
+                answer = check_answer(item, raw)
+            except AnswerError as exc:
+                raise UnprocessableError("answer", str(exc)) from exc
+            result = await self._tasks.answer(key, answer)
+            return {"done": action, "taskId": item.task_id, "result": result}
+        if action == "retry" and kind == "task_failed":
+            result = await self._tasks.follow_up(key, RETRY_TEXT, cause="retry", kind="followup")
+            return {"done": action, "taskId": key, "result": result}
+        if action == "open":
+            return {"done": action, "taskId": item.task_id, "conversationId": item.conversation_id}
+        raise ConflictError(f"{action!r} on {kind} is not available yet.")

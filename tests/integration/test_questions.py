@@ -1,0 +1,171 @@
+"""Questions from tasks (P3 §6 "Questions: ask early, keep working"): asked at once; with a default the run
+goes on and an answer is steered in; finishing first withdraws it; without a default the task waits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from core.errors import ConflictError, InvalidInputError
+from core.host import Host
+from tests.fakes.model_server import ScriptedModelServer
+from tests.integration.host_fixtures import make_host, running_api
+from tests.integration.task_script import SessionScript, bash, report
+from tests.integration.test_tasks import get_task, messages, new_task, wait_stage
+from tests.waiting import wait_until
+
+PRICE_QUESTION = {"question": "包月价还是按小时价?", "options": ["包月价", "按小时价"]}
+
+
+@pytest.fixture
+def script(model_server: ScriptedModelServer) -> SessionScript:
+    s = SessionScript()
+    model_server.responder = s
+    return s
+
+
+@pytest.fixture
+def host(tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
+    return make_host(tmp_path / "data", model_server.base_url, home=home)
+
+
+async def asked(host: Host, client: httpx.AsyncClient, cid: str, words: str) -> None:
+    async def pushed() -> bool:
+        return any(words in m["text"] for m in await messages(client, cid))
+
+    await wait_until(host.bus, pushed, what=f"the question {words!r} in the conversation")
+
+
+async def test_with_a_default_the_run_goes_on_and_the_answer_is_steered_in(
+    host: Host, script: SessionScript
+) -> None:
+    script.add(
+        "Compare GPU prices",
+        [
+            report("needs_you", "need the pricing basis", default="包月价", **PRICE_QUESTION),
+            bash("while [ ! -f gate ]; do sleep 0.01; done; echo compared"),
+            report("done", "compared hourly", message="按小时价比较好了。"),
+        ],
+    )
+    async with running_api(host) as client:
+        task = await new_task(client, "Compare GPU prices")
+        cid = task["conversationId"]
+        await asked(host, client, cid, "包月价还是按小时价?")
+        detail = await wait_stage(host, client, task["id"], "working/asking")
+        shown = [m["text"] for m in await messages(client, cid)][-1]
+        assert "Options: 包月价 / 按小时价" in shown and "If you don't answer, I'll go with 包月价." in shown
+        [question] = await host.tasks.open_questions()
+        assert (question.default, len(question.code)) == ("包月价", 4)
+
+        assert await host.tasks.answer(question.id, "2") == "steered"
+        (Path(detail["folder"]) / "gate").write_text("go")
+        done = await wait_stage(host, client, task["id"], "ready")
+        assert [r["cause"] for r in done["runs"]] == ["launch"]  # one run: the answer joined it
+        answered = [t for t in script.user_texts("Compare GPU prices", -1) if "The user answered" in t]
+        assert len(answered) == 1 and "按小时价" in answered[0]
+        assert await host.tasks.open_questions() == []
+
+
+async def test_finishing_first_goes_with_the_default_and_withdraws_the_question(
+    host: Host, script: SessionScript
+) -> None:
+    script.add(
+        "Compare GPU prices",
+        [
+            report("needs_you", "need the pricing basis", default="包月价", **PRICE_QUESTION),
+            report("done", "went monthly", message="按包月价比较的,要按小时价的话说一声。"),
+        ],
+    )
+    async with running_api(host) as client:
+        task = await new_task(client, "Compare GPU prices")
+        await wait_stage(host, client, task["id"], "ready")
+        assert await host.tasks.open_questions() == []
+        questions = await host.db.read(_all_questions)
+        assert questions[0]["decided_by"] == "default"
+        with pytest.raises(ConflictError, match="already withdrawn"):
+            await host.tasks.answer(questions[0]["id"], "按小时价")
+
+
+def _all_questions(s: Any) -> list[dict[str, Any]]:
+    from sqlalchemy import select
+
+    from core.store.models import ApprovalRow
+
+    return [{"id": r.id, "decided_by": r.decided_by} for r in s.scalars(select(ApprovalRow))]
+
+
+async def test_without_a_default_the_task_waits_across_a_restart_and_the_answer_resumes_it(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
+) -> None:
+    login = {"question": "Which account should I log in with?", "options": ["Work", "Personal"]}
+    script.add("Check billing", [report("needs_you", "need a login", **login)])
+    host = make_host(tmp_path / "data", model_server.base_url, home=home)
+    async with running_api(host) as client:
+        task = await new_task(client, "Check billing")
+        await wait_stage(host, client, task["id"], "needs-you/answer")
+
+    script.add("Check billing", [report("done", "checked", message="Billing is fine.")])
+    again = make_host(tmp_path / "data", model_server.base_url, home=home)
+    async with running_api(again) as client:
+        [question] = await again.tasks.open_questions()
+        with pytest.raises(InvalidInputError, match="answer"):
+            await again.tasks.answer(question.id, "   ")
+        assert (await get_task(client, task["id"]))["stage"] == "needs-you/answer"
+        assert await again.tasks.answer(question.id, "work") == "resumed"
+        done = await wait_stage(again, client, task["id"], "ready")
+        assert [r["cause"] for r in done["runs"]] == ["launch", "answer"]
+        assert any("Answer: Work" in t for t in script.user_texts("Check billing", -1))
+
+
+async def test_needs_you_lists_the_question_answering_it_resumes_the_task_and_the_item_goes_away(
+    host: Host, script: SessionScript
+) -> None:
+    login = {"question": "Which account should I log in with?", "options": ["Work", "Personal"]}
+    script.add("Check billing", [report("needs_you", "need a login", **login)])
+    async with running_api(host) as client:
+        assert (await client.get("/api/attention")).json() == {"items": [], "count": 0}
+        task = await new_task(client, "Check billing")
+        await wait_stage(host, client, task["id"], "needs-you/answer")
+        items = (await client.get("/api/attention", params={"lang": "en"})).json()["items"]
+        [item] = items
+        assert (item["kind"], item["taskId"], item["options"]) == (
+            "question",
+            task["id"],
+            ["Work", "Personal"],
+        )
+        assert item["line"] == "Which account should I log in with?" and "answer" in item["actions"]
+
+        url = f"/api/attention/{item['id']}"
+        assert (await client.post(f"{url}/approve")).status_code == 409
+        assert (
+            await client.post("/api/attention/question:q_nope/answer", json={"answer": "1"})
+        ).status_code == 404
+        assert (await client.post(f"{url}/answer", json={})).status_code == 422
+        assert len((await client.get("/api/attention")).json()["items"]) == 1  # nothing changed
+
+        script.add("Check billing", [report("done", "checked", message="Billing is fine.")])
+        r = await client.post(f"{url}/answer", json={"answer": "2"})
+        assert r.status_code == 200 and r.json()["result"] == "resumed"
+        assert (await client.get("/api/attention")).json()["items"] == []
+        await wait_stage(host, client, task["id"], "ready")
+        assert any("Answer: Personal" in t for t in script.user_texts("Check billing", -1))
+
+
+async def test_a_failed_task_is_in_needs_you_and_retry_starts_it_again(
+    host: Host, script: SessionScript
+) -> None:
+    script.add("Fetch report", [report("failed", "site down", message="The site is down.")])
+    async with running_api(host) as client:
+        task = await new_task(client, "Fetch report")
+        await wait_stage(host, client, task["id"], "failed")
+        [item] = (await client.get("/api/attention")).json()["items"]
+        assert (item["kind"], item["severity"]) == ("task_failed", "error")
+        script.add("Fetch report", [report("done", "worked", message="Got the report.")])
+        r = await client.post(f"/api/attention/{item['id']}/retry")
+        assert r.status_code == 200
+        done = await wait_stage(host, client, task["id"], "ready")
+        assert [r["cause"] for r in done["runs"]] == ["launch", "retry"]
+        assert (await client.get("/api/attention")).json()["items"] == []
