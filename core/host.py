@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from core.agent.model_config import ModelConfig, RetryPolicy
+from core.attention.approval_center import ApprovalCenter
 from core.attention.service import AttentionService
 from core.bots.secret_store import SecretStore
 from core.bots.service import BotService
@@ -76,7 +77,11 @@ class Host:
             prompt_sections=(CHAT_TASK_RULES,),
             task_chips=self.tasks.chips,
         )
-        self.attention = AttentionService(self.tasks)
+        self.approvals = ApprovalCenter(self.db, self.bus, self.clock, self.outbox)
+        self.approvals.active_run = self.tasks.runner.active_run
+        self.approvals.on_task_expired = self.tasks.fail_for_approval_timeout
+        self.tasks.expire_stale_approvals = self.approvals.expire_all_open
+        self.attention = AttentionService(self.tasks, self.approvals)
         self._home = home
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None
@@ -109,6 +114,7 @@ class Host:
             runtime_module.ShellSandbox.detect, await self.bots.permission(default.id), self._home
         )
         self.sandbox_note = sandbox.description
+        self.runtime.approvals = self.approvals
         await self.chat.start(self.runtime)
         await self.tasks.start(self.runtime)
         self.started.set()

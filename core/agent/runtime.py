@@ -22,7 +22,7 @@ from core.agent.model_config import ModelConfig
 from core.agent.sandbox import PathGuard, ShellSandbox
 from core.agent.session import AgentSession
 from core.agent.session_spec import SessionSpec
-from core.agent.tool_api import ToolContext, ToolSpec
+from core.agent.tool_api import ApprovalGate, ToolContext, ToolSpec
 from core.agent.tools.common import common_tools
 from core.bus import EventBus
 from core.clock import Clock
@@ -51,6 +51,8 @@ class AgentRuntime:
         self._opening: dict[str, asyncio.Future[AgentSession]] = {}
         self._clients: dict[ModelConfig, ModelClient] = {}
         self._sandboxes: dict[SessionSpec, ShellSandbox] = {}
+        # Where calls that need a person wait; the host sets it. None: such calls are refused outright.
+        self.approvals: ApprovalGate | None = None
 
     # ---- events -------------------------------------------------------------------------------------
 
@@ -138,6 +140,7 @@ class AgentRuntime:
             shell=self.shell_sandbox(spec),
             jobs=self.jobs,
             clock=self.clock,
+            approvals=self.approvals,
         )
 
     def _wake_owner(self, job: Job) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -27,6 +27,14 @@ class ToolError(Exception):
     """A failure the model should read and act on (bad path, refused write, timeout, ...)."""
 
 
+class ApprovalGate(Protocol):
+    """Where a call that needs a person waits (P3 §7): a recursive delete, a write outside the workspace."""
+
+    async def request(self, session_id: str, action: str, detail: str) -> bool:
+        """True when a person approved; False when they refused or nobody answered in time."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     session_id: str
@@ -36,6 +44,7 @@ class ToolContext:
     shell: ShellSandbox
     jobs: JobManager
     clock: Clock
+    approvals: ApprovalGate | None = None  # None: what needs a person is refused outright
 
 
 Handler = Callable[[ToolContext, Any], Awaitable[str]]

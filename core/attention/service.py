@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.attention.approval_center import ApprovalCenter
 from core.attention.items import (
     AttentionItem,
+    approval_item,
     can,
     check_answer,
     failed_task_item,
@@ -25,8 +27,9 @@ RETRY_TEXT = "The user asked you to try again. Look at what went wrong last time
 
 
 class AttentionService:
-    def __init__(self, tasks: TaskService) -> None:
+    def __init__(self, tasks: TaskService, approvals: ApprovalCenter) -> None:
         self._tasks = tasks
+        self._approvals = approvals
 
     async def items(self, lang: str = "zh") -> list[AttentionItem]:
         found: list[AttentionItem] = []
@@ -45,6 +48,20 @@ class AttentionService:
                     question.default,
                     question.created_at,
                     conversation_id=question.conversation_id,
+                    lang=lang,
+                )
+            )
+        for approval in await self._tasks.open_approvals():
+            title = (await self._tasks.view(approval.task_id)).title if approval.task_id else ""
+            found.append(
+                approval_item(
+                    approval.id,
+                    approval.bot_id,
+                    approval.text,
+                    approval.created_at,
+                    task_id=approval.task_id,
+                    task_title=title,
+                    conversation_id=approval.conversation_id,
                     lang=lang,
                 )
             )
@@ -86,6 +103,9 @@ class AttentionService:
                 raise UnprocessableError("answer", str(exc)) from exc
             result = await self._tasks.answer(key, answer)
             return {"done": action, "taskId": item.task_id, "result": result}
+        if action in ("approve", "deny") and kind == "approval":
+            await self._approvals.decide(key, action == "approve")
+            return {"done": action, "taskId": item.task_id}
         if action == "retry" and kind == "task_failed":
             result = await self._tasks.follow_up(key, RETRY_TEXT, cause="retry", kind="followup")
             return {"done": action, "taskId": key, "result": result}

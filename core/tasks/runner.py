@@ -384,6 +384,15 @@ class TaskRunner:
             await self._runtime.jobs.kill_session(active.session.session_id)
         await self._end(run_id, "stopped", notify=False)
 
+    async def fail_run(self, run_id: str, error: str) -> None:
+        """End a run as failed from outside its session (an approval timed out): stop its turn and jobs."""
+        active = self._active.get(run_id)
+        if active is not None and self._runtime is not None:
+            active.stopping = True
+            await active.session.cancel(drop_queued=True)
+            await self._runtime.jobs.kill_session(active.session.session_id)
+        await self._end(run_id, "failed", error=error)
+
     async def _end(self, run_id: str, outcome: RunOutcome, *, error: str = "", notify: bool = True) -> None:
         active = self._active.pop(run_id, None)
         now = self._clock.time()

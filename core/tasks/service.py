@@ -11,7 +11,7 @@ import json
 import logging
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,8 @@ class TaskService:
             settle_limit_s=settle_limit_s,
         )
         outbox.on_delivered(self._tell_chat)
+        # Set by the host: approvals that waited before a restart are expired once recovery has seen them.
+        self.expire_stale_approvals: Callable[[], Awaitable[object]] | None = None
 
     def chat_tools(self) -> list[ToolSpec]:
         return chat_task_tools(self)
@@ -536,6 +538,17 @@ class TaskService:
             run_id=run_id,
         )
 
+    async def fail_for_approval_timeout(self, task_id: str) -> None:
+        """Nobody approved within 12 h: the run fails 「批准超时」 and the failure is pushed (P3 §11)."""
+        run_id = self.runner.active_run(task_id)
+        if run_id is not None:
+            await self.runner.fail_run(run_id, "批准超时")
+
+    async def open_approvals(self) -> list[ApprovalRecord]:
+        return await self._db.read(
+            lambda s: [a for a in approval_rows.open_approvals(s) if a.kind == "approval"]
+        )
+
     async def open_questions(self) -> list[ApprovalRecord]:
         return await self._db.read(
             lambda s: [a for a in approval_rows.open_approvals(s) if a.kind == "question"]
@@ -652,8 +665,11 @@ class TaskService:
                         ),
                     )
                 )
+                blocked = any(a.kind == "approval" for a in approval_rows.open_approvals(s, task_id=task.id))
                 facts.append(
-                    TaskFacts(task.id, task.created_at, state.stage.key, False, task.end_reason == "stopped")
+                    TaskFacts(
+                        task.id, task.created_at, state.stage.key, blocked, task.end_reason == "stopped"
+                    )
                 )
                 inputs += [
                     PendingInput(i.id, task.id, i.kind, bool(i.taken_at), i.created_at)
@@ -663,6 +679,8 @@ class TaskService:
             return runs, facts, inputs, jobs
 
         runs, facts, inputs, jobs = await self._db.read(gather)
+        if self.expire_stale_approvals is not None:
+            await self.expire_stale_approvals()
         if not runs:
             return
         plan = plan_recovery(runs, facts, inputs, jobs)

@@ -75,7 +75,9 @@ def load_state(s: Session, task: TaskRecord, *, active: bool) -> TaskState:
     since = last.ended_at if last else 0.0
     person_since = any(i.from_person and i.created_at > since for i in inputs) if last else False
     latest_delivery = max(deliveries, key=lambda d: d.created_at, default=None)
-    questions = [a for a in approval_rows.open_approvals(s, task_id=task.id) if a.kind == "question"]
+    waiting = approval_rows.open_approvals(s, task_id=task.id)
+    questions = [a for a in waiting if a.kind == "question"]
+    approvals = [a for a in waiting if a.kind == "approval"]
     blocking = [q for q in questions if q.default is None]
     run_active = active or any(r.state in ("running", "settling") for r in runs)
     facts = StageFacts(
@@ -86,8 +88,8 @@ def load_state(s: Session, task: TaskRecord, *, active: bool) -> TaskState:
             or (latest_delivery.status == "pending" and latest_delivery.attempts >= DELIVERY_ATTEMPTS)
         ),
         # An open question without a default blocks even while the run finishes independent work (row 3).
-        awaiting_answer=bool(blocking),
-        awaiting_approval=False,
+        awaiting_answer=bool(blocking or approvals),
+        awaiting_approval=bool(approvals) and not blocking,
         budget_stopped=last is not None and last.outcome == "budget" and not person_since,
         latest_report_state=report.state if report else None,
         launch_failed=last is not None

@@ -169,3 +169,49 @@ async def test_a_failed_task_is_in_needs_you_and_retry_starts_it_again(
         done = await wait_stage(host, client, task["id"], "ready")
         assert [r["cause"] for r in done["runs"]] == ["launch", "retry"]
         assert (await client.get("/api/attention")).json()["items"] == []
+
+
+async def test_a_recursive_delete_waits_for_approval_in_needs_you_and_runs_once_approved(
+    host: Host, script: SessionScript
+) -> None:
+    script.add(
+        "Clean build",
+        [
+            bash("mkdir -p build/x && rm -rf build && echo removed"),
+            report("done", "cleaned", message="Removed build/."),
+        ],
+    )
+    async with running_api(host) as client:
+        task = await new_task(client, "Clean build")
+        await wait_stage(host, client, task["id"], "needs-you/answer")
+        [item] = (await client.get("/api/attention", params={"lang": "en"})).json()["items"]
+        assert item["kind"] == "approval" and "rm -rf build" in item["line"]
+        assert set(item["actions"]) >= {"approve", "deny"}
+        detail = await get_task(client, task["id"])
+        assert detail["stageLabel"] == "Waiting for your approval"
+        r = await client.post(f"/api/attention/{item['id']}/approve")
+        assert r.status_code == 200
+        done = await wait_stage(host, client, task["id"], "ready")
+        assert "removed" in script.requests["Clean build"][1]["messages"][-1]["content"]
+        assert not (Path(done["folder"]) / "build").exists()
+        assert (await client.get("/api/attention")).json()["items"] == []
+
+
+async def test_a_denied_approval_goes_back_to_the_model_as_a_refusal(
+    host: Host, script: SessionScript
+) -> None:
+    script.add(
+        "Clean build",
+        [
+            bash("rm -rf build"),
+            report("failed", "not allowed", message="I was not allowed to delete build/."),
+        ],
+    )
+    async with running_api(host) as client:
+        task = await new_task(client, "Clean build")
+        await wait_stage(host, client, task["id"], "needs-you/answer")
+        [item] = (await client.get("/api/attention")).json()["items"]
+        assert (await client.post(f"/api/attention/{item['id']}/deny")).status_code == 200
+        await wait_stage(host, client, task["id"], "failed")
+        refusal = script.requests["Clean build"][1]["messages"][-1]["content"]
+        assert "did not approve" in refusal

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -97,9 +98,17 @@ async def run_foreground(ctx: ToolContext, command: str, timeout_s: float) -> st
     )
 
 
+# `rm -r`, `rm -rf`, `rm -fR`, `rm --recursive`: deleting a tree asks a person first (P3 §15.4).
+RECURSIVE_DELETE = re.compile(r"(^|[;&|(]|\s)rm\s+(-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\b")
+
+
 async def run_bash(ctx: ToolContext, args: BashArgs) -> str:
     if not args.command.strip():
         raise ToolError("The command is empty.")
+    if RECURSIVE_DELETE.search(args.command) and ctx.approvals is not None:
+        approved = await ctx.approvals.request(ctx.session_id, "recursive delete", args.command)
+        if not approved:
+            raise ToolError("Refused: the user did not approve this recursive delete; do not work around it.")
     if args.run_in_background:
         try:
             job = await ctx.jobs.start(ctx.session_id, args.command, ctx.cwd, ctx.shell)

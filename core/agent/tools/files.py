@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from core.agent.sandbox import Refused
 from core.agent.tool_api import ToolContext, ToolError, ToolSpec
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -117,8 +118,21 @@ async def read_file(ctx: ToolContext, args: ReadFileArgs) -> str:
     return _number_lines(text, args.offset, args.limit, shown)
 
 
+async def writable_path(ctx: ToolContext, raw: str) -> Path:
+    """The path to write; outside the workspace a person may approve it (never for credentials)."""
+    try:
+        return ctx.guard.resolve_write(raw, ctx.cwd)
+    except Refused as refused:
+        if refused.kind != "outside_workspace" or ctx.approvals is None:
+            raise
+        if await ctx.approvals.request(ctx.session_id, "write outside the workspace", str(refused.path)):
+            approved: Path = refused.path
+            return approved
+        raise ToolError(f"Refused: the user did not approve writing to {refused.path}.") from None
+
+
 async def write_file(ctx: ToolContext, args: WriteFileArgs) -> str:
-    path = ctx.guard.resolve_write(args.path, ctx.cwd)
+    path = await writable_path(ctx, args.path)
     data = args.content.encode("utf-8")
     await asyncio.to_thread(_atomic_write, path, data, ctx.guard.display(path))
     return f"Wrote {len(data)} bytes to {ctx.guard.display(path)}"
@@ -145,7 +159,7 @@ async def edit_file(ctx: ToolContext, args: EditFileArgs) -> str:
         raise ToolError("`old` is empty; give the exact text to replace (use write_file for a new file).")
     if args.old == args.new:
         raise ToolError("`old` and `new` are the same; nothing would change.")
-    path = ctx.guard.resolve_write(args.path, ctx.cwd)
+    path = await writable_path(ctx, args.path)
     shown = ctx.guard.display(path)
     await asyncio.to_thread(_edit, path, args.old, args.new, shown)
     return f"Edited {shown}: replaced 1 occurrence."

@@ -1,0 +1,148 @@
+"""ApprovalCenter: a tool call that needs a person waits here (P3 §7), and is the one writer of approval rows
+of kind `approval`. A task's approval waits 12 h, a chat's 10 minutes; at the deadline it is refused and the
+task fails 「批准超时」. Approvals do not survive a restart: the call that waited is gone with its turn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy.orm import Session
+
+from core.bus import EventBus
+from core.clock import Clock
+from core.delivery.outbox import Outbox
+from core.events import TaskChanged
+from core.ids import new_id
+from core.store import approvals as approval_rows
+from core.store import conversations as conv_rows
+from core.store import tasks as task_rows
+from core.store.approvals import ApprovalRecord, ApprovalStatus, DecidedBy
+from core.store.database import Database
+from core.tasks.language import language_of
+
+log = logging.getLogger(__name__)
+
+TASK_TTL_S = 12 * 3600.0
+CHAT_TTL_S = 10 * 60.0
+TIMEOUT_ERROR = "批准超时"
+
+Expired = Callable[[str], Awaitable[None]]  # task id
+
+
+class ApprovalCenter:
+    def __init__(self, db: Database, bus: EventBus, clock: Clock, outbox: Outbox) -> None:
+        self._db = db
+        self._bus = bus
+        self._clock = clock
+        self._outbox = outbox
+        self._waiting: dict[str, asyncio.Future[bool]] = {}
+        self.on_task_expired: Expired | None = None
+        self.active_run: Callable[[str], str | None] = lambda _task_id: None
+
+    async def request(self, session_id: str, action: str, detail: str) -> bool:
+        owner = await self._owner(session_id)
+        if owner is None:
+            return False
+        bot_id, conversation_id, task_id, title = owner
+        approval_id = new_id("a")
+        now = self._clock.time()
+        text = f"{action}: {detail}"
+
+        def insert(s: Session) -> ApprovalRecord:
+            return approval_rows.insert_approval(
+                s,
+                id=approval_id,
+                kind="approval",
+                bot_id=bot_id,
+                conversation_id=conversation_id,
+                text=text,
+                now=now,
+                task_id=task_id,
+                run_id=self.active_run(task_id) or "" if task_id else "",
+            )
+
+        await self._db.write(insert)
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiting[approval_id] = future
+        lang = language_of(title or detail)
+        ask = (
+            f"需批准({'任务「' + title + '」' if title else '聊天'}):{action} `{detail}`"
+            if lang == "zh"
+            else f"Approval needed ({'task “' + title + '”' if title else 'chat'}): {action} `{detail}`"
+        )
+        await self._outbox.push(
+            delivery_id=f"{approval_id}:ask",
+            bot_id=bot_id,
+            conversation_id=conversation_id,
+            purpose="approval",
+            text=ask,
+            task_id=task_id,
+        )
+        self._changed(task_id)
+        ttl = TASK_TTL_S if task_id else CHAT_TTL_S
+        timer = asyncio.get_running_loop().create_task(self._expire_after(approval_id, ttl, task_id))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # The turn was stopped while waiting: the question no longer has anyone to answer.
+            await asyncio.shield(self._close(approval_id, "withdrawn", "", ""))
+            raise
+        finally:
+            timer.cancel()
+            self._waiting.pop(approval_id, None)
+
+    async def decide(self, approval_id: str, approve: bool) -> ApprovalRecord:
+        record = await self._close(approval_id, "answered", "approved" if approve else "denied", "person")
+        future = self._waiting.get(approval_id)
+        if future is not None and not future.done():
+            future.set_result(approve)
+        return record
+
+    async def expire_all_open(self) -> list[ApprovalRecord]:
+        """At start: approvals from before a restart lost the call that waited for them."""
+        now = self._clock.time()
+
+        def expire(s: Session) -> list[ApprovalRecord]:
+            stale = [a for a in approval_rows.open_approvals(s) if a.kind == "approval"]
+            return [approval_rows.decide(s, a.id, status="expired", now=now, decided_by="") for a in stale]
+
+        return await self._db.write(expire)
+
+    async def _expire_after(self, approval_id: str, ttl: float, task_id: str) -> None:
+        await self._clock.sleep(ttl)
+        with contextlib.suppress(ValueError):
+            await self._close(approval_id, "expired", "", "ttl")
+        future = self._waiting.get(approval_id)
+        if future is not None and not future.done():
+            future.set_result(False)
+        if task_id and self.on_task_expired is not None:
+            await self.on_task_expired(task_id)
+
+    async def _close(
+        self, approval_id: str, status: ApprovalStatus, answer: str, by: DecidedBy
+    ) -> ApprovalRecord:
+        now = self._clock.time()
+        record = await self._db.write(
+            lambda s: approval_rows.decide(
+                s, approval_id, status=status, now=now, answer=answer, decided_by=by
+            )
+        )
+        self._changed(record.task_id)
+        return record
+
+    async def _owner(self, session_id: str) -> tuple[str, str, str, str] | None:
+        """(bot, conversation, task, task title) of the session asking."""
+        if session_id.startswith("task-"):
+            task = await self._db.read(lambda s: task_rows.get_task(s, session_id.removeprefix("task-")))
+            return (task.bot_id, task.conversation_id, task.id, task.title) if task else None
+        if session_id.startswith("chat-"):
+            cid = session_id.removeprefix("chat-")
+            conversation = await self._db.read(lambda s: conv_rows.get_conversation(s, cid))
+            return (conversation.bot_id, conversation.id, "", "") if conversation else None
+        return None
+
+    def _changed(self, task_id: str) -> None:
+        self._bus.publish(TaskChanged(task_id))
