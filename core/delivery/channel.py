@@ -1,0 +1,102 @@
+"""What a channel is to the outbox: its capabilities, the interface to send through it, and message shaping.
+
+Desktop is the first channel; WeChat, Feishu, DingTalk and Telegram come later and implement `Channel`. The
+attention-budget rules (`core.delivery.policy`) read only `ChannelCapabilities`, so a new channel is a new
+constant plus a `Channel` implementation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+# P3 §6 "Message shapes": every pushed message is one line, with an optional second line only for a blocker
+# or a limit; we aim for at most 300 characters even where the channel takes more (WeChat takes 4,000).
+SHAPE_MAX_CHARS = 300
+SHAPE_MAX_LINES = 2
+ELLIPSIS = "…"
+
+# The only emoji a pushed message carries: ❓ for questions and ⚠️ (with or without the emoji variation
+# selector) for failures. WeChat and Feishu need them as markers; the desktop UI strips them.
+_MARKERS = re.compile("(?:\u2753|\u26a0\ufe0f?)[ \t]*")
+_BLANKS = re.compile(r"[ \t\f\v\u00a0\u3000]+")
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelCapabilities:
+    name: str
+    rings: bool
+    """Whether a push makes a sound or a notification by itself: chat channels yes. The desktop conversation
+    does not; there only the OS notification rings, which the outbox decides separately."""
+    daily_cap: int | None
+    """Unsolicited messages per conversation per local day; None for no cap."""
+    supports_quote: bool
+    """Whether the user can quote a pushed message to reply to it (how task questions are answered)."""
+    max_chars: int
+    """The most characters one message may have; a pushed message is never split."""
+    strips_markers: bool
+    """Whether ❓ and ⚠️ are removed before sending."""
+
+
+DESKTOP = ChannelCapabilities(
+    "desktop", rings=False, daily_cap=None, supports_quote=True, max_chars=4000, strips_markers=True
+)
+# P3 §6: cap 3 per day; one WeChat message holds at most 4,000 characters (P3 "Fit one message").
+WECHAT = ChannelCapabilities(
+    "wechat", rings=True, daily_cap=3, supports_quote=True, max_chars=4000, strips_markers=False
+)
+# P3 §6: cap 5 per day; results and questions are cards, whose request body Feishu limits to 30 KB
+# (about 10,000 CJK characters at 3 bytes each).
+FEISHU = ChannelCapabilities(
+    "feishu", rings=True, daily_cap=5, supports_quote=True, max_chars=10_000, strips_markers=False
+)
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """A way to reach a conversation. Implementations own their connection, tokens and quotas."""
+
+    @property
+    def capabilities(self) -> ChannelCapabilities: ...
+
+    async def send(self, conversation_id: str, text: str) -> str:
+        """Send one message; returns the channel's reference to it (to match quotes and replies later).
+        Raises on failure; the outbox counts the attempt and retries (`policy.retry_at`)."""
+        ...
+
+    def window_open(self, conversation_id: str, now: float) -> bool:
+        """Whether the channel may push to this conversation at `now` (epoch seconds). WeChat only within
+        24 h of the user's latest message; the desktop always."""
+        ...
+
+
+def strip_markers(text: str) -> str:
+    """`text` without the ❓ and ⚠️ markers (and the blank that followed one)."""
+    return _MARKERS.sub("", text)
+
+
+def one_line(text: str) -> str:
+    """All of `text` on one line: line breaks and runs of blanks become one space."""
+    return " ".join(text.split())
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, ending in "…" when anything was cut."""
+    if len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    return text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def shape(text: str, caps: ChannelCapabilities) -> str:
+    """A pushed message in P3's shape: at most two lines (the first line, then everything else joined into
+    the second), at most 300 characters (fewer if the channel takes fewer), cut with "…", and without ❓/⚠️
+    on a channel that strips them."""
+    if caps.strips_markers:
+        text = strip_markers(text)
+    lines = [cleaned for raw in text.splitlines() if (cleaned := _BLANKS.sub(" ", raw).strip())]
+    if len(lines) > SHAPE_MAX_LINES:
+        lines = [*lines[: SHAPE_MAX_LINES - 1], " ".join(lines[SHAPE_MAX_LINES - 1 :])]
+    return cut("\n".join(lines), min(SHAPE_MAX_CHARS, caps.max_chars))
