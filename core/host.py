@@ -122,6 +122,7 @@ class Host:
 
     async def stop(self) -> None:
         """Finish writes, stop sessions and jobs, close the database. Safe to call twice."""
+        await self.outbox.close()
         if self._runtime is not None:
             await self.tasks.shutdown()
             await self._runtime.close()

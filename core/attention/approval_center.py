@@ -99,6 +99,7 @@ class ApprovalCenter:
         future = self._waiting.get(approval_id)
         if future is not None and not future.done():
             future.set_result(approve)
+        await self._outbox.flush()  # a question or approval held behind this one may go now
         return record
 
     async def expire_all_open(self) -> list[ApprovalRecord]:

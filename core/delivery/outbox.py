@@ -1,42 +1,89 @@
-"""The Outbox: pushed messages (task results, failures) reach their conversation exactly once.
+"""The Outbox: pushed messages (task results, failures, questions, approvals) reach their conversation
+exactly once, within the attention budget (P3 §6).
 
 It is the one writer of `deliveries` (P3 §9). Ids are stable (`<run id>:result`), so asking twice is a no-op.
-For a desktop conversation, storing the message and marking the delivery sent are one transaction: a crash
-can neither lose a delivery nor send it twice. Channel rules (quiet hours, caps, WeChat's window) come with
-the attention-budget issue; the desktop receives at once.
+`policy.decide` says what goes now, what is held and until when; a held delivery is looked at again at
+its `due_at`. For a desktop conversation the message is stored at once; quiet hours and caps govern only
+whether it rings (an OS notification), and one pushed question at a time keeps answers unambiguous.
+Storing the message and marking the delivery sent are one transaction: a crash can neither lose a
+delivery nor send it twice.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
 from core.clock import Clock
+from core.delivery.channel import DESKTOP
+from core.delivery.policy import ConversationFacts, Decision, Pending, QuietHours, decide, retry_at
 from core.events import ConversationsChanged, MessagesChanged
+from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows
 from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
 from core.store.database import Database
-from core.store.deliveries import DeliveryPurpose, DeliveryRecord
+from core.store.deliveries import DeliveryPurpose, DeliveryRecord, DeliveryStatus
 
 log = logging.getLogger(__name__)
 
 Delivered = Callable[[DeliveryRecord], Awaitable[None]]
 
 
+def local_zone() -> str:
+    """The system's IANA zone name; UTC when it cannot be told."""
+    try:
+        from datetime import datetime
+
+        tz = datetime.now().astimezone().tzinfo
+        name = getattr(tz, "key", None)
+        if isinstance(name, str):
+            ZoneInfo(name)
+            return name
+    except Exception:
+        pass
+    return "UTC"
+
+
 class Outbox:
-    def __init__(self, db: Database, bus: EventBus, clock: Clock) -> None:
+    def __init__(
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        *,
+        quiet: QuietHours | None = None,
+        tz: str | None = None,
+    ) -> None:
         self._db = db
         self._bus = bus
         self._clock = clock
-        self._listeners: list[Delivered] = []
+        self._quiet = quiet or QuietHours()
+        self._tz = tz or local_zone()
+        self._delivered: list[Delivered] = []
+        self._ring: list[Delivered] = []
+        self._lock = asyncio.Lock()
+        self._timer: asyncio.Task[None] | None = None
 
     def on_delivered(self, listener: Delivered) -> None:
         """Called after a delivery reached its conversation (e.g. to tell the chat session about it)."""
-        self._listeners.append(listener)
+        self._delivered.append(listener)
+
+    def on_ring(self, listener: Delivered) -> None:
+        """Called when a delivery may ring (outside quiet hours, under the cap): OS notifications."""
+        self._ring.append(listener)
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
 
     async def push(
         self,
@@ -49,7 +96,7 @@ class Outbox:
         task_id: str = "",
         run_id: str = "",
     ) -> bool:
-        """Queue a message and send it now. Returns False when this id was already queued (nothing new)."""
+        """Queue a message and let the policy send it. False when this id was already queued."""
         now = self._clock.time()
 
         def insert(s: Session) -> bool:
@@ -72,51 +119,123 @@ class Outbox:
         return created
 
     async def flush(self) -> int:
-        """Send every due delivery; at start this finishes what a crash left pending. Returns how many."""
-        now = self._clock.time()
-        due = await self._db.read(lambda s: delivery_rows.pending_deliveries(s, now=now))
-        sent = 0
-        for delivery in due:
-            if await self._send(delivery):
-                sent += 1
-        return sent
+        """Decide on every due delivery (at start this finishes what a crash left). Returns how many sent."""
+        async with self._lock:
+            now = self._clock.time()
+            due = await self._db.read(lambda s: delivery_rows.due_deliveries(s, now=now))
+            sent = 0
+            if due:
+                facts = await self._db.read(lambda s: self._facts(s, {d.conversation_id for d in due}))
+                pending = [
+                    Pending(d.id, d.conversation_id, d.purpose, d.text, d.due_at, d.created_at, d.attempts)
+                    for d in due
+                ]
+                by_id = {d.id: d for d in due}
+                for decision in decide(now, pending, facts, self._quiet):
+                    sent += await self._apply(decision, by_id)
+            await self._schedule_next(now)
+            return sent
 
-    async def _send(self, delivery: DeliveryRecord) -> bool:
+    def _facts(self, s: Session, conversation_ids: set[str]) -> dict[str, ConversationFacts]:
+        facts = {}
+        for cid in conversation_ids:
+            last = msg_rows.last_user_message(s, cid)
+            open_ids = {a.id for a in approval_rows.open_approvals(s)}
+            asked = any(d.id.split(":", 1)[0] in open_ids for d in delivery_rows.sent_questions(s, cid))
+            facts[cid] = ConversationFacts(
+                cid,
+                DESKTOP,
+                self._tz,
+                last_user_message_at=last.created_at if last else None,
+                open_pushed_question=asked,
+            )
+        return facts
+
+    async def _apply(self, decision: Decision, by_id: dict[str, DeliveryRecord]) -> int:
+        if decision.kind in ("send", "digest"):
+            return await self._send(decision, [by_id[i] for i in decision.ids])
+        for delivery_id in decision.ids:
+
+            def hold(s: Session, delivery_id: str = delivery_id) -> None:
+                status: DeliveryStatus = "held" if decision.kind == "hold" else "pending"
+                delivery_rows.reschedule(
+                    s,
+                    delivery_id,
+                    status=status,
+                    due_at=decision.not_before,
+                    held_reason=decision.held_reason,
+                )
+
+            await self._db.write(hold)
+        return 0
+
+    async def _send(self, decision: Decision, deliveries: list[DeliveryRecord]) -> int:
         now = self._clock.time()
+        first = deliveries[0]
+        text = decision.text or first.text
 
         def deliver(s: Session) -> bool:
-            current = delivery_rows.get_delivery(s, delivery.id)
-            if current is None or current.status != "pending":
-                return False  # sent meanwhile (or dropped): never twice
-            if conv_rows.get_conversation(s, delivery.conversation_id) is None:
-                delivery_rows.set_delivery_status(s, delivery.id, "dropped", held_reason="conversation_gone")
+            live = [
+                d for d in deliveries if (c := delivery_rows.get_delivery(s, d.id)) and c.status != "sent"
+            ]
+            if not live:
+                return False  # sent meanwhile: never twice
+            if conv_rows.get_conversation(s, first.conversation_id) is None:
+                for d in live:
+                    delivery_rows.set_delivery_status(s, d.id, "dropped", held_reason="conversation_gone")
                 return False
             message = msg_rows.insert_message(
                 s,
-                conversation_id=delivery.conversation_id,
-                role="error" if delivery.purpose == "failure" else "assistant",
-                text=delivery.text,
+                conversation_id=first.conversation_id,
+                role="error" if first.purpose == "failure" and len(live) == 1 else "assistant",
+                text=text,
                 state="done",
                 now=now,
-                task_id=delivery.task_id,
+                task_id=first.task_id if len(live) == 1 else "",
             )
-            delivery_rows.mark_sent(s, delivery.id, now=now, message_id=message.id)
-            conv_rows.touch_conversation(s, delivery.conversation_id, now)
+            for d in live:
+                delivery_rows.mark_sent(s, d.id, now=now, message_id=message.id)
+            conv_rows.touch_conversation(s, first.conversation_id, now)
             return True
 
         try:
             if not await self._db.write(deliver):
-                return False
+                return 0
         except Exception as exc:
-            log.exception("delivery %s failed", delivery.id)
+            log.exception("delivery %s failed", first.id)
             error = str(exc)
-            await self._db.write(lambda s: delivery_rows.mark_failed_attempt(s, delivery.id, error=error))
-            return False
-        self._bus.publish(MessagesChanged(delivery.conversation_id))
+            for d in deliveries:
+                again = retry_at(d.attempts + 1, now)
+
+                def failed(s: Session, d: DeliveryRecord = d, again: float | None = again) -> None:
+                    delivery_rows.mark_failed_attempt(s, d.id, error=error)
+                    if again is not None:
+                        delivery_rows.reschedule(s, d.id, status="pending", due_at=again)
+                    else:
+                        delivery_rows.set_delivery_status(s, d.id, "held", held_reason="channel_down")
+
+                await self._db.write(failed)
+            return 0
+        self._bus.publish(MessagesChanged(first.conversation_id))
         self._bus.publish(ConversationsChanged())
-        for listener in self._listeners:
-            try:
-                await listener(delivery)
-            except Exception:
-                log.exception("delivery listener failed for %s", delivery.id)
-        return True
+        for delivery in deliveries:
+            for listener in [*self._delivered, *(self._ring if decision.ring else [])]:
+                try:
+                    await listener(delivery)
+                except Exception:
+                    log.exception("delivery listener failed for %s", delivery.id)
+        return len(deliveries)
+
+    async def _schedule_next(self, now: float) -> None:
+        """One timer for the earliest held or retried delivery."""
+        upcoming = await self._db.read(lambda s: delivery_rows.next_due(s, after=now))
+        if self._timer is not None and self._timer is not asyncio.current_task():
+            self._timer.cancel()
+            self._timer = None
+        if upcoming is not None:
+            self._timer = asyncio.get_running_loop().create_task(self._wake_at(upcoming - now))
+
+    async def _wake_at(self, delay: float) -> None:
+        await self._clock.sleep(max(0.0, delay))
+        self._timer = None
+        await self.flush()

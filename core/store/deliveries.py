@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from core.store.errors import NotFoundError
@@ -108,6 +108,47 @@ def pending_deliveries(s: Session, *, now: float) -> list[DeliveryRecord]:
         select(DeliveryRow)
         .where(DeliveryRow.status == "pending", DeliveryRow.due_at <= now)
         .order_by(DeliveryRow.due_at, *_OLDEST_FIRST)
+    )
+    return [_record(row) for row in s.scalars(stmt)]
+
+
+def due_deliveries(s: Session, *, now: float) -> list[DeliveryRecord]:
+    """Pending or held deliveries whose time has come (a held one is looked at again at its `due_at`)."""
+    stmt = (
+        select(DeliveryRow)
+        .where(DeliveryRow.status.in_(("pending", "held")), DeliveryRow.due_at <= now)
+        .order_by(DeliveryRow.due_at, *_OLDEST_FIRST)
+    )
+    return [_record(row) for row in s.scalars(stmt)]
+
+
+def next_due(s: Session, *, after: float) -> float | None:
+    """When the next pending or held delivery is due after `after`, if any."""
+    stmt = select(func.min(DeliveryRow.due_at)).where(
+        DeliveryRow.status.in_(("pending", "held")), DeliveryRow.due_at > after
+    )
+    value = s.scalar(stmt)
+    return float(value) if value is not None else None
+
+
+def reschedule(
+    s: Session, id: str, *, status: DeliveryStatus, due_at: float, held_reason: str = ""
+) -> DeliveryRecord:
+    """Hold or retry later: the new status, reason and the time to look at it again."""
+    row = _row(s, id)
+    row.status = _status(status)
+    row.held_reason = held_reason
+    row.due_at = due_at
+    s.flush()
+    return _record(row)
+
+
+def sent_questions(s: Session, conversation_id: str) -> list[DeliveryRecord]:
+    """Questions and approvals already pushed to this conversation (their ids start with the item's id)."""
+    stmt = select(DeliveryRow).where(
+        DeliveryRow.conversation_id == conversation_id,
+        DeliveryRow.status == "sent",
+        DeliveryRow.purpose.in_(("question", "approval")),
     )
     return [_record(row) for row in s.scalars(stmt)]
 

@@ -575,7 +575,9 @@ class TaskService:
             )
         )
         text = f"[The user answered your question] Question: {question.text}\nAnswer: {chosen}"
-        return await self.follow_up(question.task_id, text, cause="answer", kind="answer")
+        how = await self.follow_up(question.task_id, text, cause="answer", kind="answer")
+        await self._outbox.flush()  # a question held behind this one may go now
+        return how
 
     async def _withdraw_questions(self, task_id: str) -> None:
         """A run that ended done or failed withdraws the task's open questions (P3 §6); one with a default
@@ -589,6 +591,7 @@ class TaskService:
                     approval_rows.decide(s, question.id, status="withdrawn", now=now, decided_by=by)
 
         await self._db.write(withdraw)
+        await self._outbox.flush()
 
     # ---- results go back to the conversation ---------------------------------------------------------
 

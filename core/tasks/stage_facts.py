@@ -20,6 +20,9 @@ from core.tasks.stage import Stage, StageFacts, task_stage
 from core.tasks.views import TaskView
 
 DELIVERY_ATTEMPTS = 3
+# Held because only the person can open the way (P3 §2 row 2). Quiet hours, caps and a question waiting its
+# turn resolve by themselves, so they do not make a task "not delivered".
+NEEDS_PERSON_HOLDS = frozenset({"window_closed", "quota", "channel_down"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ def load_state(s: Session, task: TaskRecord, *, active: bool) -> TaskState:
         stopped=task.end_reason == "stopped",
         undelivered=latest_delivery is not None
         and (
-            latest_delivery.status == "held"
+            (latest_delivery.status == "held" and latest_delivery.held_reason in NEEDS_PERSON_HOLDS)
             or (latest_delivery.status == "pending" and latest_delivery.attempts >= DELIVERY_ATTEMPTS)
         ),
         # An open question without a default blocks even while the run finishes independent work (row 3).

@@ -215,3 +215,25 @@ async def test_a_denied_approval_goes_back_to_the_model_as_a_refusal(
         await wait_stage(host, client, task["id"], "failed")
         refusal = script.requests["Clean build"][1]["messages"][-1]["content"]
         assert "did not approve" in refusal
+
+
+async def test_one_pushed_question_per_conversation_the_next_waits_until_the_first_is_answered(
+    host: Host, script: SessionScript
+) -> None:
+    script.add("Plan trip", [report("needs_you", "dates?", question="Which weekend, the 6th or the 13th?")])
+    script.add("Book dinner", [report("needs_you", "time?", question="Dinner at 7 or at 8?")])
+    async with running_api(host) as client:
+        trip = await new_task(client, "Plan trip")
+        cid = trip["conversationId"]
+        await wait_stage(host, client, trip["id"], "needs-you/answer")
+        dinner = await new_task(client, "Book dinner", conversationId=cid)
+        await wait_stage(host, client, dinner["id"], "needs-you/answer")
+        texts = [m["text"] for m in await messages(client, cid)]
+        assert any("Which weekend" in t for t in texts)
+        assert not any("Dinner at 7" in t for t in texts)  # held: one open question at a time
+        assert len((await client.get("/api/attention")).json()["items"]) == 2  # both wait in needs-you
+
+        first = next(q for q in await host.tasks.open_questions() if "weekend" in q.text)
+        script.add("Plan trip", [report("done", "booked", message="Trip planned.")])
+        await host.tasks.answer(first.id, "the 13th")
+        await asked(host, client, cid, "Dinner at 7 or at 8?")
