@@ -70,7 +70,7 @@ def _run(data_dir: Path) -> int:
     quit_requested = asyncio.Event()
 
     host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
-    window = MainWindow(host.chat, EventBridge(host.bus), tasks=host.tasks)
+    window = MainWindow(host.chat, EventBridge(host.bus), tasks=host.tasks, attention=host.attention)
     window.show()
     shown_at = _process_age()
     tray = Tray(window, on_quit=quit_requested.set)

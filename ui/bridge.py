@@ -17,6 +17,8 @@ from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged,
 LIVE_COALESCE_MS = 30
 # A running task changes with every step; a chip or a task row that follows it ten times a second is live.
 TASK_COALESCE_MS = 100
+# The needs-you list changes whenever a task does; re-reading it a few times a second is plenty.
+ATTENTION_COALESCE_MS = 150
 
 
 class _Burst:
@@ -51,6 +53,8 @@ class EventBridge(QObject):
     messagesChanged = Signal(str)
     liveReplyChanged = Signal(str)
     taskChanged = Signal(str)
+    # Something on the needs-you list may have changed (a task changed): re-read it. Folded over bursts.
+    attentionChanged = Signal()
 
     def __init__(
         self,
@@ -58,22 +62,26 @@ class EventBridge(QObject):
         parent: QObject | None = None,
         live_interval_ms: int = LIVE_COALESCE_MS,
         task_interval_ms: int = TASK_COALESCE_MS,
+        attention_interval_ms: int = ATTENTION_COALESCE_MS,
     ) -> None:
         super().__init__(parent)
         self._live = _Burst(self, live_interval_ms, self.liveReplyChanged.emit)
         self._tasks = _Burst(self, task_interval_ms, self.taskChanged.emit)
+        self._attention = _Burst(self, attention_interval_ms, lambda _key: self.attentionChanged.emit())
         self._unsubscribe = bus.subscribe(self._on_event)
 
     def close(self) -> None:
         self._unsubscribe()
         self._live.stop()
         self._tasks.stop()
+        self._attention.stop()
 
     def _on_event(self, event: object) -> None:
         if isinstance(event, LiveReplyChanged):
             self._live.add(event.conversation_id)
         elif isinstance(event, TaskChanged):
             self._tasks.add(event.task_id)
+            self._attention.add("")
         elif isinstance(event, MessagesChanged):
             self.messagesChanged.emit(event.conversation_id)
         elif isinstance(event, ConversationsChanged):

@@ -3,18 +3,24 @@
 With a TaskFacade, the sidebar also has 任务 (under 新对话): the right pane then shows the task list, and a
 task's detail opens there from the list or from a reply's task chip; ‹ goes back.
 
+With an AttentionFacade, a 「需要你  N」 row sits under them while something waits for the person (none when
+nothing does); it opens the needs-you page, whose 打开 shows the task (or the conversation) in the same pane.
+
 Everything it shows is read through the facades and re-read when the EventBridge says something changed.
 Reads and commands run as tasks on the qasync loop; no slot ever waits for the core.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import QMainWindow, QPushButton, QSplitter, QStackedWidget, QVBoxLayout, QWidget
 
+from core.attention.facade import AttentionFacade
+from core.attention.items import AttentionItem
 from core.chat.facade import ChatFacade
 from core.chat.views import ConversationView
 from core.tasks.facade import TaskFacade
@@ -23,8 +29,9 @@ from ui.async_calls import AsyncCalls
 from ui.bridge import EventBridge
 from ui.chat_view import ChatView
 from ui.conversation_list import ConversationList
-from ui.i18n import t
+from ui.i18n import language, t
 from ui.icons import tinted_icon
+from ui.needs_you import NeedsYouButton, NeedsYouView
 from ui.reloader import Reloader
 from ui.task_detail import TaskDetailView
 from ui.task_list import TaskListView
@@ -41,6 +48,7 @@ class MainWindow(QMainWindow):
         bridge: EventBridge,
         parent: QWidget | None = None,
         tasks: TaskFacade | None = None,
+        attention: AttentionFacade | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
@@ -54,6 +62,7 @@ class MainWindow(QMainWindow):
             facade.list_conversations, self._apply_conversations
         )
 
+        self._attention: Reloader[list[AttentionItem]] | None = None
         sidebar = self._build_sidebar(tasks is not None)
         self.chat_view = ChatView(facade, self)
         self.pane = QStackedWidget(self)
@@ -63,6 +72,9 @@ class MainWindow(QMainWindow):
         self.task_detail: TaskDetailView | None = None
         if tasks is not None:
             self._build_task_panes(tasks, bridge)
+        self.needs_you: NeedsYouView | None = None
+        if attention is not None:
+            self._build_needs_you(attention, bridge)
 
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.setObjectName("mainSplitter")
@@ -99,6 +111,9 @@ class MainWindow(QMainWindow):
         self.tasks_button.setIcon(tinted_icon("step-job", theme.colors().muted))
         self.tasks_button.clicked.connect(lambda _checked: self.show_tasks())
         self.tasks_button.setVisible(with_tasks)
+        self.needs_you_button = NeedsYouButton(sidebar)
+        self.needs_you_button.clicked.connect(lambda _checked: self.show_needs_you())
+        self.needs_you_button.hide()  # only while something waits (and only with an AttentionFacade)
         self.conversation_list = ConversationList(sidebar)
         self.conversation_list.conversationSelected.connect(self._on_selected)
         # A click on a conversation (even the selected one) brings the chat back from a task pane.
@@ -111,6 +126,7 @@ class MainWindow(QMainWindow):
         button_row.setSpacing(6)
         button_row.addWidget(self.new_chat_button)
         button_row.addWidget(self.tasks_button)
+        button_row.addWidget(self.needs_you_button)
         side.addLayout(button_row)
         side.addWidget(self.conversation_list, 1)
         return sidebar
@@ -127,8 +143,22 @@ class MainWindow(QMainWindow):
         bridge.taskChanged.connect(self.task_list.on_task_changed)
         bridge.taskChanged.connect(self.task_detail.on_task_changed)
 
+    def _build_needs_you(self, attention: AttentionFacade, bridge: EventBridge) -> None:
+        self.needs_you = NeedsYouView(attention, self.pane)
+        self.needs_you.backRequested.connect(self.show_chat)
+        self.needs_you.changed.connect(self.reload_attention)
+        self.needs_you.openRequested.connect(self.open_attention)
+        self.pane.addWidget(self.needs_you)
+        self._attention = Reloader(
+            lambda: attention.items(lang=language()), self._apply_attention, self._attention_failed
+        )
+        bridge.attentionChanged.connect(self.reload_attention)
+        self.reload_attention()
+
     async def refresh(self) -> None:
         """Load the conversations (creating a first one if there is none) and show the selected one."""
+        if self._attention is not None:
+            self._attention.request()
         await self._conversations.request()
         if not self.conversation_list.conversations():
             created = await self._facade.create_conversation()
@@ -152,11 +182,34 @@ class MainWindow(QMainWindow):
             self._show_pane(self.task_list)
 
     def open_task(self, task_id: str, back_to: str = "chat") -> None:
-        """The right pane shows one task; its back control returns to `back_to` ("list" or "chat")."""
+        """The right pane shows one task; its back goes to `back_to` ("list", "needs" or "chat")."""
         if self.task_detail is None:
             return
         self.task_detail.show_task(task_id, back_to=back_to)
+        if back_to == "needs":
+            self.task_detail.set_back_text(t("needs.title"))
         self._show_pane(self.task_detail)
+
+    def show_needs_you(self) -> None:
+        """The right pane shows the needs-you page (read again now)."""
+        if self.needs_you is not None:
+            self._show_pane(self.needs_you)
+            self.reload_attention()
+
+    def open_attention(self, task_id: str, conversation_id: str) -> None:
+        """A needs-you row's 打开: its task when it has one, else its conversation."""
+        if task_id and self.task_detail is not None:
+            self.open_task(task_id, back_to="needs")
+        elif conversation_id and self.conversation_list.conversation(conversation_id) is not None:
+            self.conversation_list.select(conversation_id)
+            self.show_chat()
+
+    def reload_attention(self) -> None:
+        """Re-read the needs-you list (sidebar count and page); a no-op before the loop runs."""
+        if self._attention is None:
+            return
+        with contextlib.suppress(RuntimeError):  # no running loop yet: refresh() reads it at start
+            self._attention.request()
 
     def shown_pane(self) -> QWidget:
         return self.pane.currentWidget() or self.chat_view
@@ -167,6 +220,10 @@ class MainWindow(QMainWindow):
 
     def shutdown(self) -> None:
         self._conversations.reset()
+        if self._attention is not None:
+            self._attention.reset()
+        if self.needs_you is not None:
+            self.needs_you.shutdown()
         self._calls.cancel_all()
         self.chat_view.shutdown()
         if self.task_list is not None:
@@ -179,6 +236,15 @@ class MainWindow(QMainWindow):
             self.new_chat_button.setIcon(tinted_icon("new-chat", theme.colors().muted))
             self.tasks_button.setIcon(tinted_icon("step-job", theme.colors().muted))
         super().changeEvent(event)
+
+    def _apply_attention(self, items: list[AttentionItem]) -> None:
+        self.needs_you_button.set_count(len(items))
+        if self.needs_you is not None:
+            self.needs_you.set_items(items)
+
+    def _attention_failed(self, exc: Exception) -> None:
+        if self.needs_you is not None:
+            self.needs_you.set_failed(exc)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._close_to_tray:
@@ -216,6 +282,8 @@ class MainWindow(QMainWindow):
     def _detail_back(self) -> None:
         if self.task_detail is not None and self.task_detail.back_to == "list":
             self.show_tasks()
+        elif self.task_detail is not None and self.task_detail.back_to == "needs":
+            self.show_needs_you()
         else:
             self.show_chat()
 
@@ -224,10 +292,18 @@ class MainWindow(QMainWindow):
             self.task_list.close_pane()
         if self.task_detail is not None and pane is not self.task_detail:
             self.task_detail.close_pane()
+        if self.needs_you is not None and pane is not self.needs_you:
+            self.needs_you.close_pane()
         self.pane.setCurrentWidget(pane)
         if pane is self.task_list and self.task_list is not None:
             self.task_list.open()
-        self.tasks_button.setChecked(pane is not self.chat_view)
+        if pane is self.needs_you and self.needs_you is not None:
+            self.needs_you.open()
+        detail = self.task_detail
+        from_needs = detail is not None and pane is detail and detail.back_to == "needs"
+        needs_shown = pane is not self.chat_view and (pane is self.needs_you or from_needs)
+        self.tasks_button.setChecked(pane is not self.chat_view and not needs_shown)
+        self.needs_you_button.setChecked(needs_shown)
         if pane is self.chat_view:
             self.chat_view.focus_composer()
         else:
