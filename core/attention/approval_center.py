@@ -49,7 +49,7 @@ class ApprovalCenter:
         bot_id, conversation_id, task_id, title = owner
         approval_id = new_id("a")
         now = self._clock.time()
-        text = f"{action}: {detail}"
+        text = detail  # what is shown to the person: the command or the path itself
 
         def insert(s: Session) -> ApprovalRecord:
             return approval_rows.insert_approval(

@@ -560,6 +560,8 @@ class TaskService:
         question = await self._db.read(lambda s: approval_rows.get_approval(s, question_id))
         if question is None or question.kind != "question":
             raise NotFoundError("question", question_id)
+        if question.status == "withdrawn":
+            return await self._late_answer(question, answer)
         if question.status != "open":
             raise ConflictError(f"This question is already {question.status}; there is nothing to answer.")
         if not answer.strip():
@@ -578,6 +580,19 @@ class TaskService:
         how = await self.follow_up(question.task_id, text, cause="answer", kind="answer")
         await self._outbox.flush()  # a question held behind this one may go now
         return how
+
+    async def _late_answer(self, question: ApprovalRecord, answer: str) -> str:
+        """An answer to a question the task withdrew (it finished with its default, or failed) reaches the
+        task as a late answer and resumes it (P3 §6)."""
+        if not answer.strip():
+            raise InvalidInputError("answer", "must not be empty; pick an option or write a reply")
+        chosen = validate_answer(answer, question.options, allows_free_text=True)
+        went_with = f" (you already finished with {question.default!r})" if question.default else ""
+        text = (
+            f"[The user answered a question you asked earlier{went_with}] "
+            f"Question: {question.text}\nAnswer: {chosen}"
+        )
+        return await self.follow_up(question.task_id, text, cause="answer", kind="answer")
 
     async def _withdraw_questions(self, task_id: str) -> None:
         """A run that ended done or failed withdraws the task's open questions (P3 §6); one with a default

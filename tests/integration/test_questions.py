@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.errors import ConflictError, InvalidInputError
+from core.errors import InvalidInputError
 from core.host import Host
 from tests.fakes.model_server import ScriptedModelServer
 from tests.integration.host_fixtures import make_host, running_api
@@ -85,8 +85,13 @@ async def test_finishing_first_goes_with_the_default_and_withdraws_the_question(
         assert await host.tasks.open_questions() == []
         questions = await host.db.read(_all_questions)
         assert questions[0]["decided_by"] == "default"
-        with pytest.raises(ConflictError, match="already withdrawn"):
-            await host.tasks.answer(questions[0]["id"], "按小时价")
+        # A late answer (e.g. quoting the question later) reaches the task and resumes it.
+        script.add("Compare GPU prices", [report("done", "redone hourly", message="按小时价重新比较了。")])
+        assert await host.tasks.answer(questions[0]["id"], "按小时价") == "resumed"
+        done = await wait_stage(host, client, task["id"], "ready")
+        assert [r["cause"] for r in done["runs"]] == ["launch", "answer"]
+        late = [t for t in script.user_texts("Compare GPU prices", -1) if "asked earlier" in t]
+        assert len(late) == 1 and "包月价" in late[0] and "按小时价" in late[0]
 
 
 def _all_questions(s: Any) -> list[dict[str, Any]]:
