@@ -81,7 +81,7 @@ class Host:
         self.approvals.active_run = self.tasks.runner.active_run
         self.approvals.on_task_expired = self.tasks.fail_for_approval_timeout
         self.tasks.expire_stale_approvals = self.approvals.expire_all_open
-        self.attention = AttentionService(self.tasks, self.approvals)
+        self.attention = AttentionService(self.tasks, self.approvals, self.outbox)
         self._home = home
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None

@@ -39,6 +39,7 @@ class ApprovalCenter:
         self._clock = clock
         self._outbox = outbox
         self._waiting: dict[str, asyncio.Future[bool]] = {}
+        self._failing: set[asyncio.Future[None]] = set()
         self.on_task_expired: Expired | None = None
         self.active_run: Callable[[str], str | None] = lambda _task_id: None
 
@@ -87,8 +88,10 @@ class ApprovalCenter:
         try:
             return await future
         except asyncio.CancelledError:
-            # The turn was stopped while waiting: the question no longer has anyone to answer.
-            await asyncio.shield(self._close(approval_id, "withdrawn", "", ""))
+            # The turn was stopped while waiting: the approval no longer has anyone to answer it
+            # (unless it was just decided or expired, which is why that is not an error here).
+            with contextlib.suppress(ValueError):
+                await asyncio.shield(self._close(approval_id, "withdrawn", "", ""))
             raise
         finally:
             timer.cancel()
@@ -120,7 +123,10 @@ class ApprovalCenter:
         if future is not None and not future.done():
             future.set_result(False)
         if task_id and self.on_task_expired is not None:
-            await self.on_task_expired(task_id)
+            # Its own task: failing the run cancels the waiting call, whose cleanup cancels this timer.
+            failing: asyncio.Future[None] = asyncio.ensure_future(self.on_task_expired(task_id))
+            self._failing.add(failing)
+            failing.add_done_callback(self._failing.discard)
 
     async def _close(
         self, approval_id: str, status: ApprovalStatus, answer: str, by: DecidedBy

@@ -11,6 +11,7 @@ from typing import Any
 from core.attention.approval_center import ApprovalCenter
 from core.attention.items import (
     AttentionItem,
+    UndeliveredReason,
     approval_item,
     can,
     check_answer,
@@ -18,18 +19,22 @@ from core.attention.items import (
     ordered,
     question_item,
     split_item_id,
+    undelivered_item,
 )
 from core.attention.routing import AnswerError
+from core.delivery.outbox import Outbox
 from core.errors import ConflictError, NotFoundError, UnprocessableError
+from core.store.deliveries import DeliveryRecord
 from core.tasks.service import TaskService
 
 RETRY_TEXT = "The user asked you to try again. Look at what went wrong last time, then continue."
 
 
 class AttentionService:
-    def __init__(self, tasks: TaskService, approvals: ApprovalCenter) -> None:
+    def __init__(self, tasks: TaskService, approvals: ApprovalCenter, outbox: Outbox) -> None:
         self._tasks = tasks
         self._approvals = approvals
+        self._outbox = outbox
 
     async def items(self, lang: str = "zh") -> list[AttentionItem]:
         found: list[AttentionItem] = []
@@ -78,6 +83,25 @@ class AttentionService:
                         lang=lang,
                     )
                 )
+        stuck: dict[str, list[DeliveryRecord]] = {}
+        for delivery in await self._outbox.stuck():
+            stuck.setdefault(delivery.conversation_id, []).append(delivery)
+        for conversation_id, held in stuck.items():
+            first = held[0]
+            reason: UndeliveredReason = "failed" if first.held_reason == "channel_down" else first.held_reason  # type: ignore[assignment]
+            found.append(
+                undelivered_item(
+                    conversation_id,
+                    first.bot_id,
+                    "desktop",
+                    reason,
+                    first.created_at,
+                    count=len(held),
+                    task_id=first.task_id,
+                    error=first.last_error,
+                    lang=lang,
+                )
+            )
         return ordered(found)
 
     async def act(self, item_id: str, action: str, body: dict[str, Any]) -> dict[str, Any]:

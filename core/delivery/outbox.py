@@ -79,6 +79,10 @@ class Outbox:
         """Called when a delivery may ring (outside quiet hours, under the cap): OS notifications."""
         self._ring.append(listener)
 
+    async def stuck(self) -> list[DeliveryRecord]:
+        """Deliveries only the person can unblock, for needs-you."""
+        return await self._db.read(delivery_rows.stuck_deliveries)
+
     async def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()

@@ -153,6 +153,14 @@ def sent_questions(s: Session, conversation_id: str) -> list[DeliveryRecord]:
     return [_record(row) for row in s.scalars(stmt)]
 
 
+def stuck_deliveries(s: Session) -> list[DeliveryRecord]:
+    """Held because only the person can open the way (window closed, no quota, the channel down)."""
+    stmt = select(DeliveryRow).where(
+        DeliveryRow.status == "held", DeliveryRow.held_reason.in_(("window_closed", "quota", "channel_down"))
+    )
+    return [_record(row) for row in s.scalars(stmt.order_by(DeliveryRow.created_at))]
+
+
 def deliveries_of_task(s: Session, task_id: str) -> list[DeliveryRecord]:
     """Oldest first."""
     if not task_id:

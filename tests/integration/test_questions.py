@@ -242,3 +242,49 @@ async def test_one_pushed_question_per_conversation_the_next_waits_until_the_fir
         script.add("Plan trip", [report("done", "booked", message="Trip planned.")])
         await host.tasks.answer(first.id, "the 13th")
         await asked(host, client, cid, "Dinner at 7 or at 8?")
+
+
+async def test_a_delivery_that_keeps_failing_shows_in_needs_you(host: Host, script: SessionScript) -> None:
+    from core.store import deliveries as delivery_rows
+
+    async with running_api(host) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+
+        def stuck(s: Any) -> None:
+            delivery_rows.insert_delivery(
+                s, id="r_x:result", bot_id=bot, conversation_id=cid, purpose="result", text="hi", now=1.0
+            )
+            delivery_rows.set_delivery_status(s, "r_x:result", "held", held_reason="channel_down")
+
+        await host.db.write(stuck)
+        [item] = (await client.get("/api/attention")).json()["items"]
+        assert (item["kind"], item["conversationId"]) == ("undelivered", cid)
+        assert "open" in item["actions"]
+
+
+async def test_an_approval_nobody_answers_in_12_hours_fails_the_task(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
+) -> None:
+    from core.agent.model_config import ModelConfig
+    from core.clock import FakeClock
+    from tests.fakes.secrets import MemorySecretStore
+    from tests.integration.test_tasks import advance_when_asleep
+
+    clock = FakeClock()
+    host = Host(
+        tmp_path / "data",
+        secrets=MemorySecretStore(),
+        model_override=ModelConfig(model_server.base_url, "fake-model", "k"),
+        home=home,
+        clock=clock,
+    )
+    script.add("Clean build", [bash("rm -rf build")])
+    async with running_api(host) as client:
+        task = await new_task(client, "Clean build")
+        await wait_stage(host, client, task["id"], "needs-you/answer")
+        await advance_when_asleep(clock, 12 * 3600)
+        failed = await wait_stage(host, client, task["id"], "failed")
+        assert failed["runs"][0]["error"] == "批准超时"
+        kinds = [i["kind"] for i in (await client.get("/api/attention")).json()["items"]]
+        assert kinds == ["task_failed"]  # the approval is gone, the failure waits
