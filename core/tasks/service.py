@@ -29,6 +29,7 @@ from core.events import MessagesChanged, TaskChanged
 from core.ids import new_id
 from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows
+from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
@@ -604,6 +605,10 @@ class TaskService:
                 if question.kind == "question":
                     by: DecidedBy = "default" if question.default is not None else ""
                     approval_rows.decide(s, question.id, status="withdrawn", now=now, decided_by=by)
+                    # A push still pending or held is withdrawn too; one already sent can't be taken back.
+                    ask = delivery_rows.get_delivery(s, f"{question.id}:ask")
+                    if ask is not None and ask.status in ("pending", "held"):
+                        delivery_rows.set_delivery_status(s, ask.id, "dropped", held_reason="withdrawn")
 
         await self._db.write(withdraw)
         await self._outbox.flush()

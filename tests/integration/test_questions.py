@@ -11,7 +11,7 @@ import pytest
 
 from core.errors import InvalidInputError
 from core.host import Host
-from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.integration.host_fixtures import make_host, running_api
 from tests.integration.task_script import SessionScript, bash, report
 from tests.integration.test_tasks import get_task, messages, new_task, wait_stage
@@ -288,3 +288,72 @@ async def test_an_approval_nobody_answers_in_12_hours_fails_the_task(
         assert failed["runs"][0]["error"] == "批准超时"
         kinds = [i["kind"] for i in (await client.get("/api/attention")).json()["items"]]
         assert kinds == ["task_failed"]  # the approval is gone, the failure waits
+
+
+async def test_a_held_question_is_withdrawn_with_its_push_when_the_task_finishes_first(
+    host: Host, script: SessionScript
+) -> None:
+    from sqlalchemy import select
+
+    from core.store.models import DeliveryRow
+
+    script.add("Plan trip", [report("needs_you", "dates?", question="Which weekend?")])
+    script.add(
+        "Book dinner",
+        [
+            report("needs_you", "time?", question="Dinner at 7 or 8?", options=["7", "8"], default="7"),
+            report("done", "booked 7", message="Booked dinner at 7 (you can still change it)."),
+        ],
+    )
+    async with running_api(host) as client:
+        trip = await new_task(client, "Plan trip")
+        cid = trip["conversationId"]
+        await wait_stage(host, client, trip["id"], "needs-you/answer")
+        dinner = await new_task(client, "Book dinner", conversationId=cid)
+        await wait_stage(host, client, dinner["id"], "ready")
+        texts = [m["text"] for m in await messages(client, cid)]
+        assert not any("Dinner at 7 or 8?" in t for t in texts)  # held behind the trip question, then dropped
+        assert any(t.startswith("Booked dinner at 7") for t in texts)
+
+        def statuses(s: Any) -> dict[str, str]:
+            return {r.id: f"{r.status}/{r.held_reason}" for r in s.scalars(select(DeliveryRow))}
+
+        dropped = [v for k, v in (await host.db.read(statuses)).items() if v.startswith("dropped")]
+        assert dropped == ["dropped/withdrawn"]
+        # Answering the trip question later still works; the dinner question never comes back.
+        [trip_q] = await host.tasks.open_questions()
+        script.add("Plan trip", [report("done", "ok", message="Trip planned.")])
+        await host.tasks.answer(trip_q.id, "the 13th")
+        await wait_stage(host, client, trip["id"], "ready")
+        assert not any("Dinner at 7 or 8?" in m["text"] for m in await messages(client, cid))
+
+
+async def test_a_question_with_a_default_stays_open_across_a_restart_and_its_answer_reaches_the_recover_run(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
+) -> None:
+    script.add(
+        "Compare GPU prices",
+        [
+            report("needs_you", "basis?", default="包月价", **PRICE_QUESTION),
+            bash("echo working"),
+            Reply.hang(),
+        ],
+    )
+    host = make_host(tmp_path / "data", model_server.base_url, home=home)
+    async with running_api(host) as client:
+        task = await new_task(client, "Compare GPU prices")
+        await model_server.wait_until(lambda: len(script.requests["Compare GPU prices"]) >= 3, timeout=10)
+
+    script.add("Compare GPU prices", [report("done", "hourly", message="按小时价比较好了。")])
+    again = make_host(tmp_path / "data", model_server.base_url, home=home)
+    async with running_api(again) as client:
+        [question] = await again.tasks.open_questions()
+        assert question.default == "包月价"
+        await again.tasks.answer(question.id, "按小时价")
+        done = await wait_stage(again, client, task["id"], "ready")
+        assert (done["runs"][0]["cause"], done["runs"][0]["outcome"]) == ("launch", "interrupted")
+        assert any("按小时价" in t for b in script.requests["Compare GPU prices"][3:] for t in _users(b))
+
+
+def _users(body: dict[str, Any]) -> list[str]:
+    return [str(m.get("content")) for m in body["messages"] if m.get("role") == "user"]
