@@ -80,6 +80,7 @@ class Host:
         self.approvals = ApprovalCenter(self.db, self.bus, self.clock, self.outbox)
         self.approvals.active_run = self.tasks.runner.active_run
         self.approvals.on_task_expired = self.tasks.fail_for_approval_timeout
+        self.approvals.on_wait = self.tasks.runner.wait_for_person
         self.tasks.expire_stale_approvals = self.approvals.expire_all_open
         self.attention = AttentionService(self.tasks, self.approvals, self.outbox)
         self._home = home

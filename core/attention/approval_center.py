@@ -42,6 +42,7 @@ class ApprovalCenter:
         self._failing: set[asyncio.Future[None]] = set()
         self.on_task_expired: Expired | None = None
         self.active_run: Callable[[str], str | None] = lambda _task_id: None
+        self.on_wait: Callable[[str, bool], None] = lambda _task_id, _waiting: None  # (task, is waiting)
 
     async def request(self, session_id: str, action: str, detail: str) -> bool:
         owner = await self._owner(session_id)
@@ -85,6 +86,8 @@ class ApprovalCenter:
         self._changed(task_id)
         ttl = TASK_TTL_S if task_id else CHAT_TTL_S
         timer = asyncio.get_running_loop().create_task(self._expire_after(approval_id, ttl, task_id))
+        if task_id:
+            self.on_wait(task_id, True)
         try:
             return await future
         except asyncio.CancelledError:
@@ -96,6 +99,8 @@ class ApprovalCenter:
         finally:
             timer.cancel()
             self._waiting.pop(approval_id, None)
+            if task_id:
+                self.on_wait(task_id, False)
 
     async def decide(self, approval_id: str, approve: bool) -> ApprovalRecord:
         record = await self._close(approval_id, "answered", "approved" if approve else "denied", "person")

@@ -37,8 +37,8 @@ from core.store.runs import RunOutcome, RunRecord
 from core.store.tasks import TaskRecord
 from core.tasks.prompts import NUDGE, SETTLE_LIMIT_NOTE, TASK_SECTION
 from core.tasks.report import Report
+from core.tasks.slots import Priority, SlotError, Slots, pick, priority_of
 from core.tasks.slots import QueuedRun as SlotRequest
-from core.tasks.slots import Slots, pick, priority_of
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -383,6 +383,23 @@ class TaskRunner:
             await active.session.cancel(drop_queued=True)
             await self._runtime.jobs.kill_session(active.session.session_id)
         await self._end(run_id, "stopped", notify=False)
+
+    def wait_for_person(self, task_id: str, waiting: bool) -> None:
+        """A task's call waits on an approval: its slot goes to other work meanwhile (P3 §7), and it takes
+        one again, as a person's wake, once the person has decided."""
+        run_id = self.active_run(task_id)
+        active = self._active.get(run_id) if run_id else None
+        if active is None or run_id is None:
+            return
+        if waiting:
+            self._slots.release(run_id)
+            self.poke()
+        elif not self._slots.holds(run_id):
+            try:
+                self._slots.take(run_id, active.bot_id, Priority.PERSON_WAKE)
+            except SlotError:
+                # Every slot is busy: the approved call finishes anyway rather than wait behind queued work.
+                log.info("run %s goes on over the slot limit after an approval", run_id)
 
     async def fail_run(self, run_id: str, error: str) -> None:
         """End a run as failed from outside its session (an approval timed out): stop its turn and jobs."""

@@ -357,3 +357,27 @@ async def test_a_question_with_a_default_stays_open_across_a_restart_and_its_ans
 
 def _users(body: dict[str, Any]) -> list[str]:
     return [str(m.get("content")) for m in body["messages"] if m.get("role") == "user"]
+
+
+async def test_a_task_waiting_for_approval_gives_its_slot_to_other_work(
+    host: Host, script: SessionScript
+) -> None:
+    # Two background slots per bot: while A waits for a person, B and C both run.
+    script.add("A cleans", [bash("rm -rf old"), report("done", "ok", message="A done.")])
+    script.add("B works", [Reply.hang()])
+    script.add("C works", [Reply.hang()])
+    async with running_api(host) as client:
+        a = await new_task(client, "A cleans")
+        await wait_stage(host, client, a["id"], "needs-you/answer")
+        b = await new_task(client, "B works")
+        c = await new_task(client, "C works")
+
+        async def both_running() -> bool:
+            states = [(await get_task(client, t["id"]))["runs"][0]["state"] for t in (b, c)]
+            return states == ["running", "running"]
+
+        await wait_until(host.bus, both_running, what="B and C running while A waits")
+        [item] = (await client.get("/api/attention")).json()["items"]
+        await client.post(f"/api/attention/{item['id']}/approve")
+        done = await wait_stage(host, client, a["id"], "ready")
+        assert done["latestLine"] == "A done."
