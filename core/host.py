@@ -82,7 +82,7 @@ class Host:
         self.approvals.on_task_expired = self.tasks.fail_for_approval_timeout
         self.approvals.on_wait = self.tasks.runner.wait_for_person
         self.tasks.expire_stale_approvals = self.approvals.expire_all_open
-        self.attention = AttentionService(self.tasks, self.approvals, self.outbox)
+        self.attention = AttentionService(self.tasks, self.approvals, self.outbox, self.chat, self.clock)
         self._home = home
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None

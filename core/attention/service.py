@@ -19,22 +19,31 @@ from core.attention.items import (
     ordered,
     question_item,
     split_item_id,
+    stuck_turn_item,
     undelivered_item,
 )
 from core.attention.routing import AnswerError
+from core.chat.service import ChatService
+from core.clock import Clock
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.store.deliveries import DeliveryRecord
 from core.tasks.service import TaskService
 
+STUCK_TURN_MINUTES = 10
 RETRY_TEXT = "The user asked you to try again. Look at what went wrong last time, then continue."
 
 
 class AttentionService:
-    def __init__(self, tasks: TaskService, approvals: ApprovalCenter, outbox: Outbox) -> None:
+    def __init__(
+        self, tasks: TaskService, approvals: ApprovalCenter, outbox: Outbox, chat: ChatService, clock: Clock
+    ) -> None:
         self._tasks = tasks
         self._approvals = approvals
         self._outbox = outbox
+        self._chat = chat
+        self._clock = clock
+        self._dismissed_turns: set[str] = set()  # a stuck turn the person put away stays away
 
     async def items(self, lang: str = "zh") -> list[AttentionItem]:
         found: list[AttentionItem] = []
@@ -102,6 +111,21 @@ class AttentionService:
                     lang=lang,
                 )
             )
+        now = self._clock.time()
+        for live in self._chat.live_replies():
+            minutes = int((now - live.started_at) // 60)
+            if minutes >= STUCK_TURN_MINUTES and live.turn_id not in self._dismissed_turns:
+                conversation = await self._chat.get_conversation(live.conversation_id)
+                found.append(
+                    stuck_turn_item(
+                        live.conversation_id,
+                        conversation.bot_id,
+                        conversation.title,
+                        minutes,
+                        live.started_at,
+                        lang=lang,
+                    )
+                )
         return ordered(found)
 
     async def act(self, item_id: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -133,6 +157,11 @@ class AttentionService:
         if action == "retry" and kind == "task_failed":
             result = await self._tasks.follow_up(key, RETRY_TEXT, cause="retry", kind="followup")
             return {"done": action, "taskId": key, "result": result}
+        if action == "dismiss" and kind == "stuck_turn":
+            live = self._chat.live_reply(key)
+            if live is not None:
+                self._dismissed_turns.add(live.turn_id)
+            return {"done": action, "conversationId": key}
         if action == "open":
             return {"done": action, "taskId": item.task_id, "conversationId": item.conversation_id}
         raise ConflictError(f"{action!r} on {kind} is not available yet.")

@@ -194,6 +194,10 @@ class ChatService:
             return None
         return LiveReply(conversation_id, live.turn_id, live.text, live.activity.steps, live.started_wall)
 
+    def live_replies(self) -> list[LiveReply]:
+        """Every reply being streamed now (needs-you looks for turns that have been stuck for long)."""
+        return [r for cid in list(self._live) if (r := self.live_reply(cid)) is not None]
+
     def _is_busy(self, conversation_id: str) -> bool:
         session = self._runtime.get(chat_session_id(conversation_id)) if self._runtime else None
         return conversation_id in self._live or (session is not None and session.status == "running")

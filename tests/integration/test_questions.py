@@ -381,3 +381,32 @@ async def test_a_task_waiting_for_approval_gives_its_slot_to_other_work(
         await client.post(f"/api/attention/{item['id']}/approve")
         done = await wait_stage(host, client, a["id"], "ready")
         assert done["latestLine"] == "A done."
+
+
+async def test_a_chat_turn_stuck_for_ten_minutes_shows_in_needs_you_until_dismissed(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
+) -> None:
+    from core.agent.model_config import ModelConfig
+    from core.clock import FakeClock
+    from tests.fakes.secrets import MemorySecretStore
+
+    clock = FakeClock()
+    host = Host(
+        tmp_path / "data",
+        secrets=MemorySecretStore(),
+        model_override=ModelConfig(model_server.base_url, "fake-model", "k"),
+        home=home,
+        clock=clock,
+    )
+    script.add("chat", [Reply.hang()])
+    async with running_api(host) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        await client.post(f"/api/conversations/{cid}/messages", json={"text": "hello?"})
+        await model_server.wait_for_requests(1)
+        clock.advance(9 * 60)
+        assert (await client.get("/api/attention")).json()["items"] == []
+        clock.advance(2 * 60)
+        [item] = (await client.get("/api/attention")).json()["items"]
+        assert (item["kind"], item["conversationId"]) == ("stuck_turn", cid)
+        assert (await client.post(f"/api/attention/{item['id']}/dismiss")).status_code == 200
+        assert (await client.get("/api/attention")).json()["items"] == []
