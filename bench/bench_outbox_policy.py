@@ -14,7 +14,7 @@ import time
 from collections import Counter
 
 from bench.common import line
-from core.delivery.channel import DESKTOP, FEISHU, WECHAT
+from core.channels.channel import DESKTOP, FEISHU, WECHAT
 from core.delivery.policy import ConversationFacts, Pending, QuietHours, decide
 from core.store.deliveries import DeliveryPurpose
 

@@ -20,8 +20,8 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.channels.registry import capabilities_of
 from core.clock import Clock
-from core.delivery.channel import DESKTOP
 from core.delivery.policy import ConversationFacts, Decision, Pending, QuietHours, decide, retry_at
 from core.events import ConversationsChanged, MessagesChanged
 from core.store import approvals as approval_rows
@@ -146,9 +146,10 @@ class Outbox:
             last = msg_rows.last_user_message(s, cid)
             open_ids = {a.id for a in approval_rows.open_approvals(s)}
             asked = any(d.id.split(":", 1)[0] in open_ids for d in delivery_rows.sent_questions(s, cid))
+            conversation = conv_rows.get_conversation(s, cid)
             facts[cid] = ConversationFacts(
                 cid,
-                DESKTOP,
+                capabilities_of(conversation.channel if conversation else "desktop"),
                 self._tz,
                 last_user_message_at=last.created_at if last else None,
                 open_pushed_question=asked,

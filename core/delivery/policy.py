@@ -41,7 +41,7 @@ from functools import lru_cache
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from core.delivery.channel import SHAPE_MAX_CHARS, ChannelCapabilities, cut, one_line, shape, strip_markers
+from core.channels.channel import SHAPE_MAX_CHARS, ChannelCapabilities, cut, one_line, shape, strip_markers
 from core.store.deliveries import DeliveryPurpose
 
 DecisionKind = Literal["send", "hold", "digest", "retry_later"]

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from core.delivery.channel import (
+from core.channels.channel import (
     DESKTOP,
     FEISHU,
     WECHAT,

@@ -1,0 +1,13 @@
+"""Which channel a conversation lives on, and what that channel can do. Desktop now; the chat channels
+(WeChat, Feishu, DingTalk, Telegram) register here when they come."""
+
+from __future__ import annotations
+
+from core.channels.channel import DESKTOP, FEISHU, WECHAT, ChannelCapabilities
+
+KNOWN: dict[str, ChannelCapabilities] = {caps.name: caps for caps in (DESKTOP, WECHAT, FEISHU)}
+
+
+def capabilities_of(channel: str) -> ChannelCapabilities:
+    """The capabilities of a conversation's channel; an unknown name is treated as the desktop."""
+    return KNOWN.get(channel, DESKTOP)
