@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.channels.channel import DESKTOP, shape
 from core.channels.registry import capabilities_of
 from core.clock import Clock
 from core.delivery.policy import ConversationFacts, Decision, Pending, QuietHours, decide, retry_at
@@ -178,6 +179,10 @@ class Outbox:
         now = self._clock.time()
         first = deliveries[0]
         text = decision.text or first.text
+        if first.purpose in ("result", "failure") and len(deliveries) == 1:
+            # P3 §6 message shape: one line (a second only for a blocker), at most 300 characters. A
+            # question keeps its option lines.
+            text = shape(text, DESKTOP)
 
         def deliver(s: Session) -> bool:
             live = [

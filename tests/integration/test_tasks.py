@@ -443,3 +443,23 @@ async def test_jobs_still_running_30_minutes_after_the_turn_are_stopped_and_the_
         told = script.user_texts("Watch logs", 2)[-1]
         assert "more than 30 minutes" in told and "sleep 3600" in told
         assert not host.runtime.jobs.running(f"task-{task['id']}")
+
+
+async def test_a_pushed_result_takes_the_message_shape_one_line_at_most_300_characters(
+    host: Host, script: SessionScript
+) -> None:
+    async with running_api(host) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        long_text = "⚠️ The report is ready.\n" + "detail " * 100 + "\nand more"
+        pushed = await host.outbox.push(
+            delivery_id="r_shape:result", bot_id=bot, conversation_id=cid, purpose="result", text=long_text
+        )
+        assert pushed
+        [shown] = [m["text"] for m in await messages(client, cid)]
+        assert len(shown) <= 300 and shown.count("\n") <= 1
+        assert shown.startswith("The report is ready.") and shown.endswith("…")  # marker stripped, cut
+        again = await host.outbox.push(
+            delivery_id="r_shape:result", bot_id=bot, conversation_id=cid, purpose="result", text=long_text
+        )
+        assert not again and len(await messages(client, cid)) == 1  # a stable id is sent once
