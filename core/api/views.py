@@ -34,6 +34,7 @@ def message_json(m: MessageView) -> dict[str, Any]:
         "steps": [s.to_json() for s in m.steps],
         "taskId": m.task_id,
         "tasks": [c.to_json() for c in m.task_chips],
+        "question": m.question.to_json() if m.question else None,
     }
 
 

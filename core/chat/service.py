@@ -22,12 +22,22 @@ from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
-from core.chat.views import ActivityStep, ConversationView, LiveReply, MessageState, MessageView, TaskChip
+from core.chat.views import (
+    ActivityStep,
+    ConversationView,
+    LiveReply,
+    MessageState,
+    MessageView,
+    QuestionCard,
+    TaskChip,
+)
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError
 from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
 from core.ids import chat_session_id, new_id
+from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows
+from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
 from core.store.conversations import ConversationRecord
 from core.store.database import Database
@@ -55,7 +65,9 @@ def _message_id(input_id: str) -> int | None:
     return None
 
 
-def message_view(record: MessageRecord, chips: tuple[TaskChip, ...] = ()) -> MessageView:
+def message_view(
+    record: MessageRecord, chips: tuple[TaskChip, ...] = (), question: QuestionCard | None = None
+) -> MessageView:
     return MessageView(
         id=record.id,
         conversation_id=record.conversation_id,
@@ -70,6 +82,7 @@ def message_view(record: MessageRecord, chips: tuple[TaskChip, ...] = ()) -> Mes
         steps=tuple(ActivityStep.from_json(s) for s in record.activity),
         task_id=record.task_id,
         task_chips=chips if record.role == "assistant" else (),
+        question=question,
     )
 
 
@@ -184,9 +197,20 @@ class ChatService:
 
     async def list_messages(self, conversation_id: str) -> list[MessageView]:
         await self._conversation(conversation_id)
-        records = await self._db.read(lambda s: msg_rows.list_messages(s, conversation_id))
+
+        def read(s: Session) -> tuple[list[MessageRecord], dict[int, QuestionCard]]:
+            cards: dict[int, QuestionCard] = {}
+            for message_id, item_id in delivery_rows.asking_messages(s, conversation_id).items():
+                ask = approval_rows.get_approval(s, item_id)
+                if ask is not None:
+                    cards[message_id] = QuestionCard(
+                        ask.id, ask.options, ask.default, ask.status, ask.answer, ask.kind
+                    )
+            return msg_rows.list_messages(s, conversation_id), cards
+
+        records, cards = await self._db.read(read)
         chips = await self._task_chips(conversation_id) if self._task_chips else {}
-        return [message_view(r, tuple(chips.get(r.turn_id, ()))) for r in records]
+        return [message_view(r, tuple(chips.get(r.turn_id, ())), cards.get(r.id)) for r in records]
 
     def live_reply(self, conversation_id: str) -> LiveReply | None:
         live = self._live.get(conversation_id)

@@ -68,6 +68,28 @@ class TaskChip:
 
 
 @dataclass(frozen=True, slots=True)
+class QuestionCard:
+    """A task's question as pushed into the conversation: answered with its options or a reply (P3 §6)."""
+
+    question_id: str
+    options: tuple[str, ...]
+    default: str | None
+    status: str  # open | answered | withdrawn | expired
+    answer: str = ""
+    kind: str = "question"  # question | approval (approve / deny)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "questionId": self.question_id,
+            "kind": self.kind,
+            "options": list(self.options),
+            "default": self.default,
+            "status": self.status,
+            "answer": self.answer,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class MessageView:
     id: int
     conversation_id: str
@@ -82,6 +104,7 @@ class MessageView:
     steps: tuple[ActivityStep, ...] = field(default_factory=tuple)
     task_id: str = ""  # set when this message is a background task's result, failure or question
     task_chips: tuple[TaskChip, ...] = ()  # tasks this reply started
+    question: QuestionCard | None = None  # set when this message asks the person something
 
 
 @dataclass(frozen=True, slots=True)

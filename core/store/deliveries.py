@@ -143,6 +143,11 @@ def reschedule(
     return _record(row)
 
 
+def asking_messages(s: Session, conversation_id: str) -> dict[int, str]:
+    """messages.id -> the question or approval id it pushed, for this conversation's sent asks."""
+    return {d.message_id: d.id.split(":", 1)[0] for d in sent_questions(s, conversation_id) if d.message_id}
+
+
 def sent_questions(s: Session, conversation_id: str) -> list[DeliveryRecord]:
     """Questions and approvals already pushed to this conversation (their ids start with the item's id)."""
     stmt = select(DeliveryRow).where(

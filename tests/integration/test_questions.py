@@ -410,3 +410,21 @@ async def test_a_chat_turn_stuck_for_ten_minutes_shows_in_needs_you_until_dismis
         assert (item["kind"], item["conversationId"]) == ("stuck_turn", cid)
         assert (await client.post(f"/api/attention/{item['id']}/dismiss")).status_code == 200
         assert (await client.get("/api/attention")).json()["items"] == []
+
+
+async def test_the_pushed_question_carries_its_card_and_the_card_follows_the_answer(
+    host: Host, script: SessionScript
+) -> None:
+    login = {"question": "Which account should I log in with?", "options": ["Work", "Personal"]}
+    script.add("Check billing", [report("needs_you", "need a login", **login)])
+    async with running_api(host) as client:
+        task = await new_task(client, "Check billing")
+        cid = task["conversationId"]
+        await wait_stage(host, client, task["id"], "needs-you/answer")
+        [asking] = [m for m in await messages(client, cid) if m["question"]]
+        card = asking["question"]
+        assert (card["kind"], card["options"], card["status"]) == ("question", ["Work", "Personal"], "open")
+        script.add("Check billing", [report("done", "ok", message="Billing is fine.")])
+        await client.post(f"/api/attention/question:{card['questionId']}/answer", json={"answer": "Work"})
+        [asking] = [m for m in await messages(client, cid) if m["question"]]
+        assert (asking["question"]["status"], asking["question"]["answer"]) == ("answered", "Work")
