@@ -6,6 +6,9 @@ Runs offscreen. For both schemes it writes into OUT_DIR (default /tmp/errand-sho
 needs-you-<scheme>-<lang>.png (a question with options and a default, an approval, a failed task),
 needs-you-acting-<scheme>-<lang>.png (the reply box open on the question, a refused answer under the
 approval) and needs-you-empty-<scheme>-<lang>.png (nothing waits: no sidebar row, the quiet page).
+The same asks in the conversation, as question cards: question-cards-<scheme>-<lang>.png (closed cards
+with their grey lines, then an open question with a default and an open approval) and
+question-cards-acting-<scheme>-<lang>.png (the reply box open, a refused approval, then both answered).
 """
 
 from __future__ import annotations
@@ -132,10 +135,114 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     return paths
 
 
+def fill_chat(chat: FakeChatFacade, attention: FakeAttentionFacade, lang: str) -> None:
+    zh = lang == "zh"
+    cid = chat.add_conversation("GPU 价格调研" if zh else "GPU prices").id
+    _, old = attention.push_question(
+        cid,
+        "季度报告 PPT" if zh else "Quarterly deck",
+        "用哪个模板?" if zh else "Which template should I use?",
+        ["品牌模板 2024", "去年的模板"] if zh else ["Brand 2024", "Last year's"],
+        task_id="t_deck",
+    )
+    assert old.question is not None
+    chat.set_question(old.question.question_id, "answered", "品牌模板 2024" if zh else "Brand 2024")
+    chat.add_message(
+        cid,
+        "assistant",
+        "季度报告做好了,用的品牌模板 2024,已发给你。" if zh else "The quarterly deck is ready (Brand 2024).",
+        task_id="t_deck",
+    )
+    _, withdrawn = attention.push_question(
+        cid,
+        "整理下载目录" if zh else "Tidy downloads",
+        "安装包也要归档吗?" if zh else "Archive the installers too?",
+        ["归档", "留着"] if zh else ["Archive", "Keep"],
+        "留着" if zh else "Keep",
+        task_id="t_tidy",
+    )
+    assert withdrawn.question is not None
+    chat.set_question(withdrawn.question.question_id, "withdrawn")
+    chat.add_message(
+        cid,
+        "user",
+        "帮我调研三家云的 GPU 价格,顺便清理一下旧构建" if zh else "Compare GPU prices, and clean old builds",
+    )
+    chat.add_message(
+        cid,
+        "assistant",
+        "好,后台开始调研三家云的 GPU 价格,好了告诉你,你可以继续聊别的。"
+        if zh
+        else "OK, I'm comparing GPU prices across three clouds in the background; I'll tell you when done.",
+    )
+    attention.push_question(
+        cid,
+        "GPU 价格调研" if zh else "GPU prices",
+        "比较包月价还是按小时价?" if zh else "Compare monthly or hourly prices?",
+        ["包月价", "按小时价"] if zh else ["Monthly", "Hourly"],
+        "包月价" if zh else "Monthly",
+        task_id="t_gpu",
+    )
+    attention.push_approval(
+        cid,
+        "recursive delete",
+        "rm -rf build/",
+        "清理旧构建" if zh else "Clean old builds",
+        task_id="t_build",
+    )
+
+
+async def render_cards(
+    app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i18n.Language
+) -> list[Path]:
+    i18n.use_language(lang)
+    theme.apply_theme(app, scheme)
+    chat = FakeChatFacade(bot_name="天天")
+    tasks = FakeTaskFacade(chat)
+    attention = FakeAttentionFacade(chat)
+    bridge = EventBridge(chat.bus)
+    window = MainWindow(chat, bridge, tasks=tasks, attention=attention)
+    window.resize(1120, 760)
+    window.show()
+    fill_chat(chat, attention, lang)
+    await window.refresh()
+    await settle()
+    paths = []
+
+    def grab(name: str) -> None:
+        path = out_dir / f"{name}-{scheme}-{lang}.png"
+        window.grab().save(str(path))
+        paths.append(path)
+
+    grab("question-cards")
+    question, approval = [card for card in window.chat_view.question_cards() if card.is_open]
+    assert question.bar.reply_button is not None
+    question.bar.reply_button.click()
+    question.bar.reply_input.setText("包月价,但 H100 按小时" if lang == "zh" else "Monthly, but H100 hourly")
+    attention.act_error = UnprocessableError("approval", "这个批准已经过期了" if lang == "zh" else "expired")
+    approval.bar.buttons[0].click()
+    await settle()
+    grab("question-cards-acting")
+    attention.act_error = None
+    attention.resolves = True
+    question.bar.send_button.click()
+    await settle()
+    approval.bar.buttons[1].click()
+    await settle()
+    grab("question-cards-answered")
+
+    window.shutdown()
+    bridge.close()
+    window.close()
+    window.deleteLater()
+    return paths
+
+
 async def render_all(app: QApplication, out_dir: Path, lang: i18n.Language) -> list[Path]:
     paths = []
     for scheme in ("light", "dark"):
         paths.extend(await render(app, out_dir, scheme, lang))
+        paths.extend(await render_cards(app, out_dir, scheme, lang))
     return paths
 
 

@@ -9,6 +9,8 @@ The dot is amber for what waits on a person and red for a failure. An answer wit
 per option; a question that also takes free text gets 回复…, which opens a one-line box (Enter sends).
 The row only asks: the page runs the action, and while it runs the row's controls are off. A refusal is
 said under the row and the controls come back; on success the list re-reads and the row goes by itself.
+The buttons, the reply box and the refusal are `ui.answer_bar.AnswerBar`, which the question card in the
+conversation shows too.
 """
 
 from __future__ import annotations
@@ -17,23 +19,21 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from core.attention.items import TEXT, AttentionAction, AttentionItem, action_label, lang_of
+from core.attention.items import TEXT, AttentionItem, action_label, lang_of
 from ui import formatting, theme
+from ui.answer_bar import AnswerBar
 from ui.elided_text import ElidedText
 from ui.i18n import language, t
-from ui.message_widgets import SELECTABLE, WrappedLabel
 from ui.status_dot import StatusDot
 from ui.theme import DotState
+from ui.wrapped_label import SELECTABLE, WrappedLabel
 
 MINUTE = 60
 HOUR = 3600
 # Within this, a row says how long ago (「2 小时前」); older causes say when (14:02, 昨天, 10月3日).
 RELATIVE_FOR_S = 6 * HOUR
-# A one-line answer needs no more; wider, the box reads as a second composer.
-REPLY_MAX_WIDTH = 460
 # Kinds whose answer is one of the options only (core.attention.items: budget, observe).
 OPTIONS_ONLY = ("task_budget", "observe_ready")
 
@@ -93,7 +93,6 @@ class AttentionRow(QWidget):
         self.setObjectName("attentionRow")
         self.item = item
         self._now = now
-        self._busy = False
         lang = lang_of(language())
 
         self.dot = StatusDot(row_dot(item), 8, self)
@@ -107,9 +106,14 @@ class AttentionRow(QWidget):
         self.line = self._text(body_line(item), "attentionLine")
         self.line.setTextInteractionFlags(SELECTABLE)
         self.default = self._text(default_line(item), "attentionDefault", "muted")
-        actions = self._build_actions(item, lang)
-        self._build_reply()
-        self.error = self._text("", "attentionError", "danger")
+        self.bar = self._build_bar(item, lang)
+        # The bar's parts, by the names the page and its tests have always used.
+        self.buttons: list[QPushButton] = self.bar.buttons
+        self.reply_button: QPushButton | None = self.bar.reply_button
+        self.reply_box: QWidget = self.bar.reply_box
+        self.reply_input: QLineEdit = self.bar.reply_input
+        self.send_button: QPushButton = self.bar.send_button
+        self.error: WrappedLabel = self.bar.error
 
         head = QHBoxLayout()
         head.setContentsMargins(0, 0, 0, 0)
@@ -122,10 +126,7 @@ class AttentionRow(QWidget):
         under.setSpacing(3)
         under.addWidget(self.line)
         under.addWidget(self.default)
-        if self.buttons:
-            under.addLayout(actions)
-        under.addWidget(self.reply_box)
-        under.addWidget(self.error)
+        under.addWidget(self.bar)
         column = QVBoxLayout(self)
         column.setContentsMargins(14, 12, 14, 12)
         column.setSpacing(3)
@@ -139,39 +140,28 @@ class AttentionRow(QWidget):
 
     @property
     def busy(self) -> bool:
-        return self._busy
+        return self.bar.busy
 
     def tick(self) -> None:
         """Bring the relative time up to date."""
         self.when.setText(ago(self.item.since, self._now()))
 
     def set_busy(self, busy: bool) -> None:
-        self._busy = busy
-        for button in [*self.buttons, self.send_button]:
-            button.setEnabled(not busy)
-        self.reply_input.setEnabled(not busy)
-        if busy:
-            self.error.hide()
+        self.bar.set_busy(busy)
 
     def show_error(self, text: str) -> None:
-        self.set_busy(False)
-        self.error.setText(text)
-        self.error.show()
+        self.bar.show_error(text)
 
     def done(self) -> None:
         """The action went through: the row stays quiet until the list re-reads (then it is gone, or back)."""
-        self.reply_input.clear()
-        self.reply_box.hide()
+        self.bar.done()
 
     def button_texts(self) -> list[str]:
         """The action buttons as shown, left to right (tests read this, people see it)."""
-        return [button.text() for button in self.buttons if not button.isHidden()]
+        return self.bar.button_texts()
 
     def button(self, text: str) -> QPushButton:
-        for candidate in [*self.buttons, self.send_button]:
-            if candidate.text() == text:
-                return candidate
-        raise KeyError(text)
+        return self.bar.button(text)
 
     # -- building --------------------------------------------------------------------------------------
 
@@ -186,61 +176,15 @@ class AttentionRow(QWidget):
         label.setVisible(bool(text))
         return label
 
-    def _build_actions(self, item: AttentionItem, lang: str) -> QHBoxLayout:
+    def _build_bar(self, item: AttentionItem, lang: str) -> AnswerBar:
         """[option] [option] [回复…] [批准一次] [拒绝] [重试] [打开任务]: what it offers, in its order."""
-        self.buttons: list[QPushButton] = []
-        actions = QHBoxLayout()
-        actions.setContentsMargins(0, 4, 0, 0)
-        actions.setSpacing(6)
-        if "answer" in item.actions:
-            for option in item.options:
-                actions.addWidget(self._button(option, lambda _c=False, o=option: self._answer(o)))
-        self.reply_button: QPushButton | None = None
-        if takes_free_text(item):
-            self.reply_button = self._button(action_label(item, "answer", lang), self._open_reply, "quiet")
-            actions.addWidget(self.reply_button)
-        for action in item.actions:
-            if action != "answer":
-                label = action_label(item, action, lang)
-                actions.addWidget(self._button(label, lambda _c=False, a=action: self._act(a)))
-        actions.addStretch(1)
-        return actions
-
-    def _build_reply(self) -> None:
-        """The one-line reply box 回复… opens: Enter (or 发送) sends, Esc closes."""
-        self.reply_box = QWidget(self)
-        self.reply_input = QLineEdit(self.reply_box)
-        self.reply_input.setObjectName("attentionReply")
-        self.reply_input.setPlaceholderText(t("needs.reply_placeholder"))
-        self.reply_input.setMaximumWidth(REPLY_MAX_WIDTH)
-        self.reply_input.returnPressed.connect(self._send_reply)
-        QShortcut(
-            QKeySequence(Qt.Key.Key_Escape),
-            self.reply_input,
-            self._close_reply,
-            Qt.ShortcutContext.WidgetShortcut,
-        )
-        self.send_button = self._button(t("needs.send"), self._send_reply, "send", keep=False)
-        self.send_button.setParent(self.reply_box)
-        reply_row = QHBoxLayout(self.reply_box)
-        reply_row.setContentsMargins(0, 4, 0, 0)
-        reply_row.setSpacing(6)
-        reply_row.addWidget(self.reply_input, 1)
-        reply_row.addWidget(self.send_button)
-        reply_row.addStretch(1)
-        self.reply_box.hide()
-
-    def _button(self, text: str, slot: Callable[..., None], kind: str = "", keep: bool = True) -> QPushButton:
-        button = QPushButton(text, self)
-        button.setObjectName("attentionAction")
-        if kind:
-            button.setProperty("kind", kind)
-        button.setCursor(Qt.CursorShape.PointingHandCursor)
-        button.setFont(theme.font("small"))
-        button.clicked.connect(slot)
-        if keep:
-            self.buttons.append(button)
-        return button
+        options = item.options if "answer" in item.actions else ()
+        reply = action_label(item, "answer", lang) if takes_free_text(item) else None
+        others = [(action, action_label(item, action, lang)) for action in item.actions if action != "answer"]
+        bar = AnswerBar(options, reply, others, self)
+        bar.answered.connect(lambda text: self.actRequested.emit(self.item.id, "answer", text))
+        bar.actionRequested.connect(self._act)
+        return bar
 
     def _tint(self) -> None:
         self.subject.set_color(theme.colors().text)
@@ -252,27 +196,8 @@ class AttentionRow(QWidget):
 
     # -- asking ----------------------------------------------------------------------------------------
 
-    def _answer(self, text: str) -> None:
-        if not self._busy and text.strip():
-            self.actRequested.emit(self.item.id, "answer", text.strip())
-
-    def _act(self, action: AttentionAction) -> None:
-        if self._busy:
-            return
+    def _act(self, action: str) -> None:
         if action == "open":
             self.openRequested.emit(self.item.task_id, self.item.conversation_id)
             return
         self.actRequested.emit(self.item.id, action, "")
-
-    def _open_reply(self) -> None:
-        self.reply_box.setVisible(not self.reply_box.isVisible())
-        if self.reply_box.isVisible():
-            self.reply_input.setFocus()
-
-    def _close_reply(self) -> None:
-        self.reply_box.hide()
-        if self.reply_button is not None:
-            self.reply_button.setFocus()
-
-    def _send_reply(self) -> None:
-        self._answer(self.reply_input.text())

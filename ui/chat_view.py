@@ -4,25 +4,34 @@ It reads through the ChatFacade only. Reads run on the loop (never blocking a sl
 for a conversation that is no longer shown is dropped. Stored messages are matched to their widgets by id,
 so an unchanged message keeps its widget, its selection and its unfolded steps across re-reads. A reply's
 task chips follow their tasks: a change to a task with a chip here re-reads the conversation.
+
+A task's question or approval carries its card (`ui.question_card`). The view answers it through the
+AttentionFacade with the needs-you item's id, without waiting: the card is off while the answer runs and
+says why under it when it was refused. Answered here, in needs-you or over the API, the task changes, the
+conversation is read again and the card shows its grey line instead of the buttons.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
+from core.attention.facade import AttentionFacade
 from core.chat.facade import ChatFacade
 from core.chat.views import ConversationView, MessageView
 from ui import theme
+from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.composer import Composer
 from ui.conversation_list import display_title
 from ui.i18n import t
 from ui.live_reply import LiveReplyWidget
 from ui.message_widgets import AssistantMessage, MessageWidget, message_widget
+from ui.question_card import QuestionCardWidget, card_item_id
 from ui.reloader import Reloader
 
 log = logging.getLogger(__name__)
@@ -43,11 +52,16 @@ class ChatView(QWidget):
     # A task chip was clicked: the window opens that task.
     taskOpened = Signal(str)
 
-    def __init__(self, facade: ChatFacade, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, facade: ChatFacade, parent: QWidget | None = None, attention: AttentionFacade | None = None
+    ) -> None:
+        """Without `attention`, question cards only read (their buttons are for a view that can answer)."""
         super().__init__(parent)
         self.setObjectName("chatView")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self._facade = facade
+        self._attention = attention
+        self._answering: set[str] = set()  # needs-you item ids whose answer is in flight
         self._conversation: ConversationView | None = None
         self._rows: list[MessageWidget] = []
         self._loaded = False
@@ -165,14 +179,30 @@ class ChatView(QWidget):
             self._messages.request()
 
     def on_task_changed(self, task_id: str) -> None:
-        """A task changed: re-read if a reply here carries its chip, so the chip reads the new stage.
+        """A task changed: re-read if a message here is about it (its chip, its result or question, or a
+        question card answered elsewhere), so the chip reads the new stage and the card its new status.
 
         A chip that is not shown yet arrives with its reply (MessagesChanged), so other tasks cost nothing."""
-        if self.conversation_id is not None and task_id in self.chip_task_ids():
+        if self.conversation_id is not None and task_id in self.followed_task_ids():
             self._messages.request()
 
     def chip_task_ids(self) -> set[str]:
         return {chip.task_id for row in self._rows for chip in row.view.task_chips}
+
+    def followed_task_ids(self) -> set[str]:
+        """The ids a TaskChanged may carry for what is shown: chips' and messages' tasks, and for a question
+        card its task (a chat's own approval has none: ''), its needs-you item id and its question id."""
+        ids = self.chip_task_ids()
+        for row in self._rows:
+            if row.view.task_id:
+                ids.add(row.view.task_id)
+            card = row.view.question
+            if card is not None:
+                ids.update((row.view.task_id, card_item_id(card), card.question_id))
+        return ids
+
+    def question_cards(self) -> list[QuestionCardWidget]:
+        return [row.card for row in self._rows if row.card is not None]
 
     def on_live_reply_changed(self, conversation_id: str) -> None:
         if conversation_id != self.conversation_id:
@@ -190,6 +220,7 @@ class ChatView(QWidget):
     def shutdown(self) -> None:
         self._messages.reset()
         self._calls.cancel_all()
+        self._answering.clear()
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -219,6 +250,7 @@ class ChatView(QWidget):
         if conversation_id != self.conversation_id:
             return  # read for a conversation that is no longer shown
         self._show_messages(views)
+        self._wake_cards()
         self._loaded = True
         if (
             self._messages.stale
@@ -242,8 +274,10 @@ class ChatView(QWidget):
             if row is not None and row.follow(view):
                 rows.append(row)
                 continue
-            replacement = message_widget(view)  # built unparented: no layout work until inserted
+            # Built unparented: no layout work until inserted.
+            replacement = message_widget(view, answerable=self._attention is not None)
             replacement.taskOpened.connect(self.taskOpened)
+            replacement.answerRequested.connect(self._on_answer)
             if isinstance(row, AssistantMessage) and isinstance(replacement, AssistantMessage):
                 replacement.activity.set_expanded(row.activity.expanded)
             if row is not None:
@@ -308,6 +342,41 @@ class ChatView(QWidget):
         if not self.composer.text().strip():
             self.composer.set_text(text)  # give the words back rather than lose them
         self.composer.set_error(t("composer.send_failed", reason=_reason(exc)))
+
+    def _on_answer(self, item_id: str, action: str, answer: str) -> None:
+        card = self._card(item_id)
+        if self._attention is None or card is None or card.busy or item_id in self._answering:
+            return
+        card.set_busy(True)
+        self._answering.add(item_id)
+        body: dict[str, Any] = {"answer": answer} if action == "answer" else {}
+        self._calls.start(
+            self._attention.act(item_id, action, body),
+            done=lambda _result: self._answered(item_id, None),
+            failed=lambda exc: self._answered(item_id, exc),
+        )
+
+    def _answered(self, item_id: str, exc: Exception | None) -> None:
+        self._answering.discard(item_id)
+        card = self._card(item_id)
+        if exc is not None:
+            log.info("answer to %s refused: %s", item_id, reason(exc))
+            if card is not None:
+                card.show_error(t("needs.act_failed", reason=reason(exc)))
+            return
+        if card is not None:
+            card.done()  # off until the conversation is read again: then it shows its line, or wakes
+        if self.conversation_id is not None:
+            self._messages.request()
+
+    def _card(self, item_id: str) -> QuestionCardWidget | None:
+        return next((card for card in self.question_cards() if card.item_id == item_id), None)
+
+    def _wake_cards(self) -> None:
+        """A card whose answer went through stays off until the next read; still open then, it wakes."""
+        for card in self.question_cards():
+            if card.busy and card.item_id not in self._answering:
+                card.set_busy(False)
 
     def _on_stop(self) -> None:
         conversation_id = self.conversation_id

@@ -64,7 +64,7 @@ class MainWindow(QMainWindow):
 
         self._attention: Reloader[list[AttentionItem]] | None = None
         sidebar = self._build_sidebar(tasks is not None)
-        self.chat_view = ChatView(facade, self)
+        self.chat_view = ChatView(facade, self, attention=attention)
         self.pane = QStackedWidget(self)
         self.pane.setObjectName("mainPane")
         self.pane.addWidget(self.chat_view)

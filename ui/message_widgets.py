@@ -1,6 +1,7 @@
 """One widget per stored message: the user's bubble on the right, replies on the left as Markdown with their
 folded steps and the chips of the tasks they started, errors as a red-dotted well that says what to fix,
-notices small and grey. A background task's result or failure says so in a grey caption above it."""
+notices small and grey. A background task's result or failure says so in a grey caption above it. A task's
+question or approval carries its card under the text (`ui.question_card`), which follows its status."""
 
 from __future__ import annotations
 
@@ -14,44 +15,13 @@ from core.chat.views import MessageView, TaskChip
 from ui import markdown, theme
 from ui.activity_view import ActivityView
 from ui.i18n import t
+from ui.question_card import QuestionCardWidget, question_text, same_ask
 from ui.status_dot import StatusDot
 from ui.task_chip import TaskChipRow
+from ui.wrapped_label import SELECTABLE, WrappedLabel
 
-SELECTABLE = Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
 # User bubbles never span the whole column: the left gap keeps "who said it" readable at a glance.
 BUBBLE_INDENT = 72
-
-
-class WrappedLabel(QLabel):
-    """A word-wrapping label that remembers its height per width.
-
-    QLabel lays its text out again on every height query, and a scroll area's layout pass asks every message
-    several times, at more than one width; with a few dozen messages that alone stalls the loop for tens of
-    milliseconds whenever a streaming reply grows by a line. The answer only changes with text, font, style.
-    """
-
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(text, parent)
-        self._heights: dict[int, int] = {}
-        self.setWordWrap(True)
-        self.setMinimumWidth(1)
-
-    def setText(self, text: str) -> None:
-        self._heights.clear()
-        super().setText(text)
-
-    def heightForWidth(self, width: int) -> int:
-        height = self._heights.get(width)
-        if height is None:
-            if len(self._heights) > 16:
-                self._heights.clear()
-            height = self._heights[width] = super().heightForWidth(width)
-        return height
-
-    def changeEvent(self, event: QEvent) -> None:
-        if event.type() in (QEvent.Type.StyleChange, QEvent.Type.FontChange):
-            self._heights.clear()
-        super().changeEvent(event)
 
 
 class BubbleLabel(WrappedLabel):
@@ -132,8 +102,11 @@ def _task_caption(view: MessageView, parent: QWidget) -> QLabel | None:
 class MessageWidget(QWidget):
     # A task chip was clicked: open that task.
     taskOpened = Signal(str)
+    # The question card asks to answer: (needs-you item id, answer | approve | deny, the answer or '').
+    answerRequested = Signal(str, str, str)
 
     text_label: QLabel
+    card: QuestionCardWidget | None = None
 
     def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -170,12 +143,16 @@ class UserMessage(MessageWidget):
 
 
 class AssistantMessage(MessageWidget):
-    def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
+    def __init__(self, view: MessageView, parent: QWidget | None = None, answerable: bool = True) -> None:
         super().__init__(view, parent)
         self.setObjectName("assistantMessage")
-        self.text_label = MarkdownLabel(view.text, self)
+        text = question_text(view.text, view.question) if view.question is not None else view.text
+        self.text_label = MarkdownLabel(text, self)
         self.text_label.setObjectName("messageText")
-        self.text_label.setVisible(bool(view.text.strip()))
+        self.text_label.setVisible(bool(text.strip()))
+        if view.question is not None:
+            self.card = QuestionCardWidget(view.question, answerable, self)
+            self.card.answerRequested.connect(self.answerRequested)
         self.activity = ActivityView(live=False, parent=self)
         self.activity.set_activity(view.steps, view.duration_ms)
         self.chips: list[TaskChipRow] = []
@@ -187,6 +164,8 @@ class AssistantMessage(MessageWidget):
         if caption is not None:
             column.addWidget(caption)
         column.addWidget(self.text_label)
+        if self.card is not None:
+            column.addWidget(self.card)
         self._chip_box = QVBoxLayout()
         self._chip_box.setContentsMargins(0, 2, 0, 2)
         self._chip_box.setSpacing(4)
@@ -197,11 +176,16 @@ class AssistantMessage(MessageWidget):
         self._set_chips(view.task_chips)
 
     def follow(self, view: MessageView) -> bool:
-        # A chip follows its task's stage: only the chips change, so the rendered text and steps stay.
-        if replace(view, task_chips=self.view.task_chips) != self.view:
+        # A chip follows its task's stage and a card its question's status: only those change, so the
+        # rendered text and steps stay (and a half-typed reply in an open card too).
+        if replace(view, task_chips=self.view.task_chips, question=self.view.question) != self.view:
+            return False
+        if not same_ask(view.question, self.view.question):
             return False
         self.view = view
         self._set_chips(view.task_chips)
+        if self.card is not None and view.question is not None:
+            self.card.set_card(view.question)
         return True
 
     def _set_chips(self, chips: tuple[TaskChip, ...]) -> None:
@@ -265,11 +249,14 @@ class NoticeMessage(MessageWidget):
         column.addWidget(self.text_label)
 
 
-def message_widget(view: MessageView, parent: QWidget | None = None) -> MessageWidget:
+def message_widget(
+    view: MessageView, parent: QWidget | None = None, answerable: bool = True
+) -> MessageWidget:
+    """`answerable`: a question card offers its buttons (the view can run them); else it only reads."""
     if view.role == "user":
         return UserMessage(view, parent)
     if view.role == "assistant":
-        return AssistantMessage(view, parent)
+        return AssistantMessage(view, parent, answerable)
     if view.role == "error":
         return ErrorMessage(view, parent)
     return NoticeMessage(view, parent)

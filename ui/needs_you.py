@@ -24,8 +24,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePol
 
 from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
-from core.errors import ErrandError, InvalidInputError
 from ui import theme
+from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.attention_row import AttentionRow
 from ui.i18n import t
@@ -44,15 +44,6 @@ INBOX_SVG = b"""<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" v
   <path d="M2.25 8.75 H5.5 L6.5 10.25 H9.5 L10.5 8.75 H13.75" fill="none" stroke="#000"
     stroke-width="1.3" stroke-linejoin="round"/>
 </svg>"""
-
-
-def reason(exc: Exception) -> str:
-    """What a person reads: the core's message, without the name of the field a 422 is about."""
-    if isinstance(exc, InvalidInputError):
-        return exc.message.removeprefix(f"{exc.field}: ")
-    if isinstance(exc, ErrandError):
-        return exc.message
-    return str(exc) or type(exc).__name__
 
 
 def inbox_icon(color: str, size: int = 16) -> QIcon:

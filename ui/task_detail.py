@@ -18,12 +18,12 @@ from core.tasks.views import RunView, TaskDetail, TaskView
 from ui import formatting, theme
 from ui.async_calls import AsyncCalls
 from ui.i18n import language, t
-from ui.message_widgets import SELECTABLE, WrappedLabel
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
 from ui.task_chip import dot_state
 from ui.task_list import OneLineLabel, TaskPane, reason, section_label
 from ui.theme import DotState
+from ui.wrapped_label import SELECTABLE, WrappedLabel
 
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ CHAT_TTL_S = 10 * 60.0
 TIMEOUT_ERROR = "批准超时"
 
 Expired = Callable[[str], Awaitable[None]]  # task id
+ACTION_ZH = {"recursive delete": "递归删除", "write outside the workspace": "在工作区外写入"}
 
 
 class ApprovalCenter:
@@ -70,11 +71,12 @@ class ApprovalCenter:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiting[approval_id] = future
         lang = language_of(title or detail)
-        ask = (
-            f"需批准({'任务「' + title + '」' if title else '聊天'}):{action} `{detail}`"
-            if lang == "zh"
-            else f"Approval needed ({'task “' + title + '”' if title else 'chat'}): {action} `{detail}`"
-        )
+        if lang == "zh":
+            where = f"任务「{title}」" if title else "聊天"
+            ask = f"需批准({where}):{ACTION_ZH.get(action, action)} `{detail}`"
+        else:
+            where = f"task “{title}”" if title else "chat"
+            ask = f"Approval needed ({where}): {action} `{detail}`"
         await self._outbox.push(
             delivery_id=f"{approval_id}:ask",
             bot_id=bot_id,

@@ -3,12 +3,17 @@ each change is announced with TaskChanged on the bus (the needs-you list changes
 
 `act` checks what the real service checks (the item exists, offers the action, takes the answer), records
 every call in `acted`, and raises `act_error` when a test sets it. It doesn't resolve the item: the test
-removes it, as the real cause going away would.
+removes it, as the real cause going away would (or sets `resolves`, and a question or approval that was
+pushed into the chat is then closed there too, as the host does).
+
+`push_question` and `push_approval` ask as the host does: the needs-you item, and in the fake chat the
+message that carries its card, worded as the host words it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -20,17 +25,24 @@ from core.attention.items import (
     check_answer,
     failed_task_item,
     question_item,
+    split_item_id,
 )
 from core.attention.routing import AnswerError
 from core.bus import EventBus
+from core.chat.views import MessageView, QuestionCard
 from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.events import TaskChanged
+from core.tasks.language import language_of, pushed
 from tests.fakes.fake_chat import FakeChatFacade
 
 
 class FakeAttentionFacade:
     def __init__(self, chat: FakeChatFacade | None = None, bus: EventBus | None = None) -> None:
         self.bus = bus or (chat.bus if chat is not None else EventBus())
+        self.chat = chat
+        # Set to close what `act` answered, as the host does: the item goes, and its card in the chat
+        # reads answered (with the answer, or approved / denied).
+        self.resolves = False
         self.acted: list[tuple[str, str, dict[str, Any]]] = []
         self.reads: list[str] = []  # the language of each read
         # Set to make the calls raise (the UI must say why, not break).
@@ -68,6 +80,8 @@ class FakeAttentionFacade:
                 check_answer(item, raw)
             except AnswerError as exc:
                 raise UnprocessableError("answer", str(exc)) from exc
+        if self.resolves:
+            self._resolve(item, action, body)
         return {"done": action, "taskId": item.task_id, "conversationId": item.conversation_id}
 
     # -- driving it from a test ---------------------------------------------------------------------
@@ -161,6 +175,66 @@ class FakeAttentionFacade:
                 lang=lang,
             )
         )
+
+    def push_question(
+        self,
+        conversation_id: str,
+        title: str,
+        question: str,
+        options: Sequence[str] = (),
+        default: str | None = None,
+        *,
+        task_id: str = "",
+    ) -> tuple[AttentionItem, MessageView]:
+        """A task asks: its needs-you item, and the message in the chat that carries the card."""
+        assert self.chat is not None, "push_question needs the fake chat"
+        lang = language_of(title + question)
+        item = self.add_question(
+            title, question, options, default, task_id=task_id, conversation_id=conversation_id, lang=lang
+        )
+        text = pushed(lang, "question", title=title, question=question)
+        if options:
+            text += "\n" + pushed(lang, "options", options=" / ".join(options))
+        if default is not None:
+            text += "\n" + pushed(lang, "default", default=default)
+        card = QuestionCard(split_item_id(item.id)[1], tuple(options), default, "open")
+        message = self.chat.add_message(
+            conversation_id, "assistant", text, task_id=item.task_id, question=card
+        )
+        return item, message
+
+    def push_approval(
+        self, conversation_id: str, action: str, detail: str, task_title: str = "", *, task_id: str = ""
+    ) -> tuple[AttentionItem, MessageView]:
+        """A task (or the chat, without a title) asks to be allowed: its item, and the card in the chat."""
+        assert self.chat is not None, "push_approval needs the fake chat"
+        lang = language_of(task_title or detail)
+        item = self.add_approval(
+            detail, task_title, task_id=task_id, conversation_id=conversation_id, lang=lang
+        )
+        if lang == "zh":
+            text = f"需批准({'任务「' + task_title + '」' if task_title else '聊天'}):{action} `{detail}`"
+        else:
+            who = f"task “{task_title}”" if task_title else "chat"
+            text = f"Approval needed ({who}): {action} `{detail}`"
+        card = QuestionCard(split_item_id(item.id)[1], (), None, "open", kind="approval")
+        message = self.chat.add_message(
+            conversation_id, "assistant", text, task_id=item.task_id, question=card
+        )
+        return item, message
+
+    def _resolve(self, item: AttentionItem, action: str, body: dict[str, Any]) -> None:
+        kind, key = split_item_id(item.id)
+        self._items.pop(item.id, None)
+        if self.chat is not None and kind in ("question", "approval"):
+            if action == "answer":
+                answer = str(body.get("answer", "")).strip()
+            else:
+                answer = "approved" if action == "approve" else "denied"
+            with contextlib.suppress(KeyError):  # not pushed into the chat: only the item goes
+                self.chat.set_question(key, "answered", answer)
+                return
+        self._announce(item)
 
     def _next(self) -> int:
         self._count += 1

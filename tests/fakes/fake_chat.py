@@ -16,9 +16,10 @@ from core.chat.views import (
     MessageRole,
     MessageState,
     MessageView,
+    QuestionCard,
     TaskChip,
 )
-from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
+from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged, TaskChanged
 
 
 class FakeChatFacade:
@@ -113,6 +114,7 @@ class FakeChatFacade:
         tokens_out: int = 0,
         task_id: str = "",
         task_chips: Iterable[TaskChip] = (),
+        question: QuestionCard | None = None,
     ) -> MessageView:
         messages = self._messages[conversation_id]
         message = MessageView(
@@ -129,6 +131,7 @@ class FakeChatFacade:
             steps=tuple(steps),
             task_id=task_id,
             task_chips=tuple(task_chips),
+            question=question,
         )
         messages.append(message)
         self._touch(conversation_id, last_line=text)
@@ -181,6 +184,19 @@ class FakeChatFacade:
         self._touch(conversation_id, busy=False)
         self.bus.publish(LiveReplyChanged(conversation_id))
         self.bus.publish(ConversationsChanged())
+
+    def set_question(self, question_id: str, status: str, answer: str = "") -> MessageView:
+        """The question (or approval) behind a card was answered, withdrawn or expired: its card reads the
+        new status from now on, and the task changes, as when the host closes it (ApprovalCenter)."""
+        for messages in self._messages.values():
+            for position, message in enumerate(messages):
+                card = message.question
+                if card is not None and card.question_id == question_id:
+                    changed = replace(message, question=replace(card, status=status, answer=answer))
+                    messages[position] = changed
+                    self.bus.publish(TaskChanged(message.task_id))  # "" for a chat's own approval
+                    return changed
+        raise KeyError(question_id)
 
     def messages(self, conversation_id: str) -> list[MessageView]:
         return list(self._messages[conversation_id])
