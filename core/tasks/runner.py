@@ -39,6 +39,7 @@ from core.tasks.prompts import NUDGE, SETTLE_LIMIT_NOTE, TASK_SECTION
 from core.tasks.report import Report
 from core.tasks.slots import Priority, SlotError, Slots, pick, priority_of
 from core.tasks.slots import QueuedRun as SlotRequest
+from core.tasks.withdraw import withdraw_open_questions
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -430,6 +431,11 @@ class TaskRunner:
             task = task_rows.get_task(s, run.task_id)
             if task is not None and report_json is not None:
                 task_rows.update_task(s, task.id, now=now, report=report_json)
+            # In the same transaction, so nobody sees a finished run with its questions still open.
+            if task is not None and outcome in ("done", "failed"):
+                withdraw_open_questions(s, task.id, now)
+            if task is not None and outcome == "done":
+                task_rows.update_task(s, task.id, now=now, ended_at=now, end_reason="done")
             return run_rows.get_run(s, run_id), task_rows.get_task(s, run.task_id)
 
         run, task = await self._db.write(end)
@@ -437,9 +443,11 @@ class TaskRunner:
         self.poke()
         if run is None or task is None:
             return
-        self._publish(task.id)
         if notify:
+            # Results pushed and questions withdrawn before anyone hears the run ended, so a reader never
+            # sees a finished task with its question still open.
             await self._on_finished(run, task, active.report if active else None)
+        self._publish(task.id)
 
     async def _release_session(self, session_id: str) -> None:
         """A finished run's session leaves memory (its history stays on disk; a follow-up reopens it), so

@@ -29,12 +29,11 @@ from core.events import MessagesChanged, TaskChanged
 from core.ids import new_id
 from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows
-from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
 from core.store import tasks as task_rows
-from core.store.approvals import ApprovalRecord, DecidedBy
+from core.store.approvals import ApprovalRecord
 from core.store.database import Database
 from core.store.deliveries import DeliveryPurpose, DeliveryRecord
 from core.store.run_inputs import InputKind
@@ -595,41 +594,15 @@ class TaskService:
         )
         return await self.follow_up(question.task_id, text, cause="answer", kind="answer")
 
-    async def _withdraw_questions(self, task_id: str) -> None:
-        """A run that ended done or failed withdraws the task's open questions (P3 §6); one with a default
-        was decided by its default."""
-        now = self._clock.time()
-
-        def withdraw(s: Session) -> None:
-            for question in approval_rows.open_approvals(s, task_id=task_id):
-                if question.kind == "question":
-                    by: DecidedBy = "default" if question.default is not None else ""
-                    approval_rows.decide(s, question.id, status="withdrawn", now=now, decided_by=by)
-                    # A push still pending or held is withdrawn too; one already sent can't be taken back.
-                    ask = delivery_rows.get_delivery(s, f"{question.id}:ask")
-                    if ask is not None and ask.status in ("pending", "held"):
-                        delivery_rows.set_delivery_status(s, ask.id, "dropped", held_reason="withdrawn")
-
-        await self._db.write(withdraw)
-        await self._outbox.flush()
-
-    # ---- results go back to the conversation ---------------------------------------------------------
-
     async def _run_finished(self, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
         lang = language_of(task.brief)
-        if run.outcome == "done":
-            await self._db.write(
-                lambda s: task_rows.update_task(
-                    s, task.id, now=self._clock.time(), ended_at=self._clock.time(), end_reason="done"
-                )
-            )
-            if report is not None and report.message:
-                await self._push(task, run, "result", report.message)
+        if run.outcome in ("done", "failed"):
+            await self._outbox.flush()  # the run's end withdrew its questions: a held one may go now
+        if run.outcome == "done" and report is not None and report.message:
+            await self._push(task, run, "result", report.message)
         elif run.outcome == "failed":
             reason = run.error or (report.message if report else "") or "unknown error"
             await self._push(task, run, "failure", pushed(lang, "failure", title=task.title, reason=reason))
-        if run.outcome in ("done", "failed"):
-            await self._withdraw_questions(task.id)
         self._bus.publish(TaskChanged(task.id))
 
     async def _push(self, task: TaskRecord, run: RunRecord, purpose: DeliveryPurpose, text: str) -> None:
