@@ -42,6 +42,11 @@ class _Burst:
         self._timer.stop()
         self._pending.clear()
 
+    @property
+    def due(self) -> bool:
+        """Whether an announcement is still to come."""
+        return self._timer.isActive() or bool(self._pending)
+
     def _flush(self) -> None:
         pending, self._pending = self._pending, set()
         for ident in sorted(pending):
@@ -69,6 +74,10 @@ class EventBridge(QObject):
         self._tasks = _Burst(self, task_interval_ms, self.taskChanged.emit)
         self._attention = _Burst(self, attention_interval_ms, lambda _key: self.attentionChanged.emit())
         self._unsubscribe = bus.subscribe(self._on_event)
+
+    def pending(self) -> bool:
+        """Whether any coalesced signal is still due (tests check that a burst ended in one signal)."""
+        return self._live.due or self._tasks.due or self._attention.due
 
     def close(self) -> None:
         self._unsubscribe()

@@ -12,6 +12,7 @@ Reads and commands run as tasks on the qasync loop; no slot ever waits for the c
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 
@@ -204,12 +205,14 @@ class MainWindow(QMainWindow):
             self.conversation_list.select(conversation_id)
             self.show_chat()
 
-    def reload_attention(self) -> None:
-        """Re-read the needs-you list (sidebar count and page); a no-op before the loop runs."""
+    def reload_attention(self) -> asyncio.Future[None] | None:
+        """Re-read the needs-you list (sidebar count and page); the future resolves once it is shown.
+        A no-op before the loop runs."""
         if self._attention is None:
-            return
+            return None
         with contextlib.suppress(RuntimeError):  # no running loop yet: refresh() reads it at start
-            self._attention.request()
+            return self._attention.request()
+        return None
 
     def shown_pane(self) -> QWidget:
         return self.pane.currentWidget() or self.chat_view

@@ -84,7 +84,9 @@ async def test_nothing_is_drawn_when_healthy(
     await needs_window.refresh()
     tasks.add_task("Working away")  # a task changes: the list is read again, still empty
     await wait_until(lambda: len(attention.reads) >= 2)
-    await asyncio.sleep(0.05)
+    shown = needs_window.reload_attention()
+    assert shown is not None
+    await shown  # the latest read is on screen
 
     assert sidebar_entry(needs_window) is None
 
@@ -284,8 +286,8 @@ async def test_attention_changes_are_folded() -> None:
     for n in range(200):
         bus.publish(TaskChanged(f"t{n % 3}"))
     await wait_until(lambda: bool(seen))
-    await asyncio.sleep(0.3)
 
+    assert not bridge.pending()  # nothing more is coming: the burst ended in one signal
     assert seen == ["changed"]
     bridge.close()
 

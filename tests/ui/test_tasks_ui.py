@@ -116,7 +116,7 @@ async def test_the_chip_reads_its_stage_and_follows_the_task(
 
 
 async def test_only_a_change_to_a_task_shown_here_re_reads_the_conversation(
-    task_window: MainWindow, facade: FakeChatFacade, tasks: FakeTaskFacade
+    task_window: MainWindow, facade: FakeChatFacade, tasks: FakeTaskFacade, bridge: EventBridge
 ) -> None:
     cid, task_id = await open_chat_with_chip(task_window, facade, tasks)
     await wait_until(lambda: len(chips(task_window)) == 1)
@@ -124,9 +124,8 @@ async def test_only_a_change_to_a_task_shown_here_re_reads_the_conversation(
 
     tasks.add_task("Elsewhere", conversation_id="other")  # another conversation's task
     tasks.update_task(task_id, latest_line="step 2")
-    await wait_until(lambda: facade.reads.count(cid) == reads + 1)
-    await asyncio.sleep(0.2)  # past the bridge's coalescing interval: no second read follows
-    assert facade.reads.count(cid) == reads + 1
+    await wait_until(lambda: facade.reads.count(cid) == reads + 1 and not bridge.pending())
+    assert facade.reads.count(cid) == reads + 1  # no second read follows: nothing more is due
 
 
 async def test_a_chip_in_english(
@@ -402,8 +401,8 @@ async def test_task_changes_are_folded_per_task() -> None:
         bus.publish(TaskChanged("t_a"))
         bus.publish(TaskChanged("t_b"))
     await wait_until(lambda: len(seen) >= 2)
-    await asyncio.sleep(0.05)
 
+    assert not bridge.pending()  # nothing more is coming: each task's burst ended in one signal
     assert sorted(seen) == ["t_a", "t_b"]
     bridge.close()
 
