@@ -16,6 +16,7 @@ import httpx
 
 from core.agent.model_config import ModelConfig, RetryPolicy
 from core.attention.approval_center import ApprovalCenter
+from core.attention.chat_tools import ask_user_question_tool
 from core.attention.service import AttentionService
 from core.bots.secret_store import SecretStore
 from core.bots.service import BotService
@@ -73,7 +74,7 @@ class Host:
             self.clock,
             self.bots,
             retry=chat_retry or RetryPolicy(),
-            extra_tools=self.tasks.chat_tools,
+            extra_tools=lambda: [*self.tasks.chat_tools(), ask_user_question_tool(self.approvals)],
             prompt_sections=(CHAT_TASK_RULES,),
             task_chips=self.tasks.chips,
         )

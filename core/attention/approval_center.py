@@ -104,6 +104,63 @@ class ApprovalCenter:
             if task_id:
                 self.on_wait(task_id, False)
 
+    async def ask(self, session_id: str, question: str, options: tuple[str, ...]) -> str | None:
+        """The chat agent's `ask_user_question`: a card in the conversation; the turn waits for the answer
+        (10 minutes, then None). Only chat sessions ask this way; tasks use task_report."""
+        if not session_id.startswith("chat-"):
+            return None
+        owner = await self._owner(session_id)
+        if owner is None:
+            return None
+        bot_id, conversation_id, _, _ = owner
+        question_id = new_id("q")
+        now = self._clock.time()
+        await self._db.write(
+            lambda s: approval_rows.insert_approval(
+                s,
+                id=question_id,
+                kind="question",
+                bot_id=bot_id,
+                conversation_id=conversation_id,
+                text=question,
+                now=now,
+                options=options,
+            )
+        )
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiting[question_id] = future
+        text = question + (f"\n{' / '.join(options)}" if options else "")
+        await self._outbox.push(
+            delivery_id=f"{question_id}:ask",
+            bot_id=bot_id,
+            conversation_id=conversation_id,
+            purpose="question",
+            text=text,
+        )
+        self._changed("")
+        timer = asyncio.get_running_loop().create_task(self._expire_after(question_id, CHAT_TTL_S, ""))
+        try:
+            if not await future:
+                return None
+            record = await self._db.read(lambda s: approval_rows.get_approval(s, question_id))
+            return record.answer if record else None
+        except asyncio.CancelledError:
+            with contextlib.suppress(ValueError):
+                await asyncio.shield(self._close(question_id, "withdrawn", "", ""))
+            raise
+        finally:
+            timer.cancel()
+            self._waiting.pop(question_id, None)
+
+    async def answer_chat_question(self, question_id: str, answer: str) -> ApprovalRecord:
+        """The person answered the chat agent's question: the waiting turn goes on with the answer."""
+        record = await self._close(question_id, "answered", answer, "person")
+        future = self._waiting.get(question_id)
+        if future is not None and not future.done():
+            future.set_result(True)
+        await self._outbox.flush()
+        return record
+
     async def decide(self, approval_id: str, approve: bool) -> ApprovalRecord:
         record = await self._close(approval_id, "answered", "approved" if approve else "denied", "person")
         future = self._waiting.get(approval_id)

@@ -50,7 +50,9 @@ class AttentionService:
         titles: dict[str, str] = {}
         for question in await self._tasks.open_questions():
             if question.task_id not in titles:
-                titles[question.task_id] = (await self._tasks.view(question.task_id)).title
+                titles[question.task_id] = (
+                    (await self._tasks.view(question.task_id)).title if question.task_id else ""
+                )
             found.append(
                 question_item(
                     question.id,
@@ -149,6 +151,9 @@ class AttentionService:
                 answer = check_answer(item, raw)
             except AnswerError as exc:
                 raise UnprocessableError("answer", str(exc)) from exc
+            if not item.task_id:  # the chat agent's own question: its turn is waiting for this
+                await self._approvals.answer_chat_question(key, answer)
+                return {"done": action, "conversationId": item.conversation_id, "result": "answered"}
             result = await self._tasks.answer(key, answer)
             return {"done": action, "taskId": item.task_id, "result": result}
         if action in ("approve", "deny") and kind == "approval":

@@ -428,3 +428,36 @@ async def test_the_pushed_question_carries_its_card_and_the_card_follows_the_ans
         await client.post(f"/api/attention/question:{card['questionId']}/answer", json={"answer": "Work"})
         [asking] = [m for m in await messages(client, cid) if m["question"]]
         assert (asking["question"]["status"], asking["question"]["answer"]) == ("answered", "Work")
+
+
+async def test_the_chat_agent_asks_the_user_and_its_turn_goes_on_with_the_answer(
+    host: Host, script: SessionScript
+) -> None:
+    from tests.fakes.model_server import ToolCallSpec
+
+    ask = {"question": "Delete the 3 old backups too?", "options": ["Yes", "No"]}
+    script.add(
+        "chat",
+        [
+            Reply.tool_calls([ToolCallSpec("ask_user_question", ask)]),
+            Reply.text("OK, I will keep the backups."),
+        ],
+    )
+    async with running_api(host) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        await client.post(f"/api/conversations/{cid}/messages", json={"text": "clean up my disk"})
+        await asked(host, client, cid, "Delete the 3 old backups too?")
+        [item] = (await client.get("/api/attention")).json()["items"]
+        assert (item["kind"], item["conversationId"], item["options"]) == ("question", cid, ["Yes", "No"])
+        r = await client.post(f"/api/attention/{item['id']}/answer", json={"answer": "2"})
+        assert r.status_code == 200
+
+        async def replied() -> bool:
+            return any(m["text"] == "OK, I will keep the backups." for m in await messages(client, cid))
+
+        await wait_until(host.bus, replied, what="the chat reply after the answer")
+        tool_reply = script.requests["chat"][1]["messages"][-1]["content"]
+        assert tool_reply == "The user answered: No"
+        [card] = [m["question"] for m in await messages(client, cid) if m["question"]]
+        assert (card["status"], card["answer"]) == ("answered", "No")
+        assert "ask_user_question" in script.tool_names("chat")
