@@ -52,7 +52,6 @@ class ApprovalCenter:
         bot_id, conversation_id, task_id, title = owner
         approval_id = new_id("a")
         now = self._clock.time()
-        text = detail  # what is shown to the person: the command or the path itself
 
         def insert(s: Session) -> ApprovalRecord:
             return approval_rows.insert_approval(
@@ -61,17 +60,15 @@ class ApprovalCenter:
                 kind="approval",
                 bot_id=bot_id,
                 conversation_id=conversation_id,
-                text=text,
+                text=detail,  # what is shown to the person: the command or the path itself
                 now=now,
                 task_id=task_id,
                 run_id=self.active_run(task_id) or "" if task_id else "",
             )
 
         await self._db.write(insert)
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiting[approval_id] = future
-        lang = language_of(title or detail)
-        if lang == "zh":
+        future = self._register(approval_id)
+        if language_of(title or detail) == "zh":
             where = f"任务「{title}」" if title else "聊天"
             ask = f"需批准({where}):{ACTION_ZH.get(action, action)} `{detail}`"
         else:
@@ -85,31 +82,12 @@ class ApprovalCenter:
             text=ask,
             task_id=task_id,
         )
-        self._changed(task_id)
-        ttl = TASK_TTL_S if task_id else CHAT_TTL_S
-        timer = asyncio.get_running_loop().create_task(self._expire_after(approval_id, ttl, task_id))
-        if task_id:
-            self.on_wait(task_id, True)
-        try:
-            return await future
-        except asyncio.CancelledError:
-            # The turn was stopped while waiting: the approval no longer has anyone to answer it
-            # (unless it was just decided or expired, which is why that is not an error here).
-            with contextlib.suppress(ValueError):
-                await asyncio.shield(self._close(approval_id, "withdrawn", "", ""))
-            raise
-        finally:
-            timer.cancel()
-            self._waiting.pop(approval_id, None)
-            if task_id:
-                self.on_wait(task_id, False)
+        return await self._wait(approval_id, future, TASK_TTL_S if task_id else CHAT_TTL_S, task_id)
 
     async def ask(self, session_id: str, question: str, options: tuple[str, ...]) -> str | None:
         """The chat agent's `ask_user_question`: a card in the conversation; the turn waits for the answer
         (10 minutes, then None). Only chat sessions ask this way; tasks use task_report."""
-        if not session_id.startswith("chat-"):
-            return None
-        owner = await self._owner(session_id)
+        owner = await self._owner(session_id) if session_id.startswith("chat-") else None
         if owner is None:
             return None
         bot_id, conversation_id, _, _ = owner
@@ -127,30 +105,44 @@ class ApprovalCenter:
                 options=options,
             )
         )
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiting[question_id] = future
-        text = question + (f"\n{' / '.join(options)}" if options else "")
+        future = self._register(question_id)
         await self._outbox.push(
             delivery_id=f"{question_id}:ask",
             bot_id=bot_id,
             conversation_id=conversation_id,
             purpose="question",
-            text=text,
+            text=question + (f"\n{' / '.join(options)}" if options else ""),
         )
-        self._changed("")
-        timer = asyncio.get_running_loop().create_task(self._expire_after(question_id, CHAT_TTL_S, ""))
+        if not await self._wait(question_id, future, CHAT_TTL_S, ""):
+            return None
+        record = await self._db.read(lambda s: approval_rows.get_approval(s, question_id))
+        return record.answer if record else None
+
+    def _register(self, item_id: str) -> asyncio.Future[bool]:
+        """Before the item is pushed, so a decision that comes at once still finds its waiter."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiting[item_id] = future
+        return future
+
+    async def _wait(self, item_id: str, future: asyncio.Future[bool], ttl: float, task_id: str) -> bool:
+        """Wait for the person: True when decided for, False when refused or nobody answered in time."""
+        self._changed(task_id)
+        timer = asyncio.get_running_loop().create_task(self._expire_after(item_id, ttl, task_id))
+        if task_id:
+            self.on_wait(task_id, True)
         try:
-            if not await future:
-                return None
-            record = await self._db.read(lambda s: approval_rows.get_approval(s, question_id))
-            return record.answer if record else None
+            return await future
         except asyncio.CancelledError:
+            # The turn was stopped while waiting: the item no longer has anyone to answer it (unless it
+            # was just decided or expired, which is why that is not an error here).
             with contextlib.suppress(ValueError):
-                await asyncio.shield(self._close(question_id, "withdrawn", "", ""))
+                await asyncio.shield(self._close(item_id, "withdrawn", "", ""))
             raise
         finally:
             timer.cancel()
-            self._waiting.pop(question_id, None)
+            self._waiting.pop(item_id, None)
+            if task_id:
+                self.on_wait(task_id, False)
 
     async def answer_chat_question(self, question_id: str, answer: str) -> ApprovalRecord:
         """The person answered the chat agent's question: the waiting turn goes on with the answer."""
@@ -170,11 +162,12 @@ class ApprovalCenter:
         return record
 
     async def expire_all_open(self) -> list[ApprovalRecord]:
-        """At start: approvals from before a restart lost the call that waited for them."""
+        """At start: approvals, and the chat agent's own questions, from before a restart lost the call that
+        waited for them. (A task's question is not a waiting call: it survives.)"""
         now = self._clock.time()
 
         def expire(s: Session) -> list[ApprovalRecord]:
-            stale = [a for a in approval_rows.open_approvals(s) if a.kind == "approval"]
+            stale = [a for a in approval_rows.open_approvals(s) if a.kind == "approval" or not a.task_id]
             return [approval_rows.decide(s, a.id, status="expired", now=now, decided_by="") for a in stale]
 
         return await self._db.write(expire)

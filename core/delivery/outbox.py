@@ -143,9 +143,9 @@ class Outbox:
 
     def _facts(self, s: Session, conversation_ids: set[str]) -> dict[str, ConversationFacts]:
         facts = {}
+        open_ids = {a.id for a in approval_rows.open_approvals(s)}
         for cid in conversation_ids:
             last = msg_rows.last_user_message(s, cid)
-            open_ids = {a.id for a in approval_rows.open_approvals(s)}
             asked = any(d.id.split(":", 1)[0] in open_ids for d in delivery_rows.sent_questions(s, cid))
             conversation = conv_rows.get_conversation(s, cid)
             facts[cid] = ConversationFacts(

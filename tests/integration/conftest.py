@@ -11,7 +11,10 @@ from core.agent.sandbox import Permission, Preset
 from core.agent.session import AgentSession
 from core.agent.session_spec import SessionSpec
 from core.clock import SystemClock
+from core.host import Host
 from tests.fakes.model_server import ScriptedModelServer
+from tests.integration.host_fixtures import make_host
+from tests.integration.task_script import SessionScript
 
 FAST_RETRY = RetryPolicy(delays_s=(0.01, 0.01, 0.01))
 
@@ -65,3 +68,16 @@ def open_session(runtime: AgentRuntime, model_server: ScriptedModelServer, tmp_p
         return await (rt or runtime).open_session(spec)
 
     return open_
+
+
+@pytest.fixture
+def script(model_server: ScriptedModelServer) -> SessionScript:
+    """Replies scripted per session (chat, or a task by its title) on the fake model."""
+    scripted = SessionScript()
+    model_server.responder = scripted
+    return scripted
+
+
+@pytest.fixture
+def host(tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
+    return make_host(tmp_path / "data", model_server.base_url, home=home)

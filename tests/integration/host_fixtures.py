@@ -10,6 +10,7 @@ import httpx
 
 from core.agent.model_config import ModelConfig, RetryPolicy
 from core.api.server import ApiServer
+from core.clock import Clock
 from core.host import Host
 from tests.fakes.secrets import MemorySecretStore
 
@@ -17,13 +18,21 @@ FAST_RETRY = RetryPolicy(delays_s=(0.01, 0.01, 0.01))
 TOKEN = "test-token-0123456789"
 
 
-def make_host(data_dir: Path, base_url: str, *, home: Path, secrets: MemorySecretStore | None = None) -> Host:
+def make_host(
+    data_dir: Path,
+    base_url: str,
+    *,
+    home: Path,
+    secrets: MemorySecretStore | None = None,
+    clock: Clock | None = None,
+) -> Host:
     return Host(
         data_dir,
         secrets=secrets or MemorySecretStore(),
         model_override=ModelConfig(base_url=base_url, model="fake-model", api_key="sk-test"),
         home=home,
         chat_retry=FAST_RETRY,
+        clock=clock,
     )
 
 

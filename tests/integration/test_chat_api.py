@@ -6,18 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from core.host import Host
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import make_host, running_api
 from tests.waiting import wait_until
-
-
-@pytest.fixture
-def host(tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
-    return make_host(tmp_path / "data", model_server.base_url, home=home)
 
 
 async def messages(client: httpx.AsyncClient, cid: str) -> list[dict[str, Any]]:

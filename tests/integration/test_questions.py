@@ -20,18 +20,6 @@ from tests.waiting import wait_until
 PRICE_QUESTION = {"question": "包月价还是按小时价?", "options": ["包月价", "按小时价"]}
 
 
-@pytest.fixture
-def script(model_server: ScriptedModelServer) -> SessionScript:
-    s = SessionScript()
-    model_server.responder = s
-    return s
-
-
-@pytest.fixture
-def host(tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
-    return make_host(tmp_path / "data", model_server.base_url, home=home)
-
-
 async def asked(host: Host, client: httpx.AsyncClient, cid: str, words: str) -> None:
     async def pushed() -> bool:
         return any(words in m["text"] for m in await messages(client, cid))
@@ -266,19 +254,11 @@ async def test_a_delivery_that_keeps_failing_shows_in_needs_you(host: Host, scri
 async def test_an_approval_nobody_answers_in_12_hours_fails_the_task(
     tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
 ) -> None:
-    from core.agent.model_config import ModelConfig
     from core.clock import FakeClock
-    from tests.fakes.secrets import MemorySecretStore
     from tests.integration.test_tasks import advance_when_asleep
 
     clock = FakeClock()
-    host = Host(
-        tmp_path / "data",
-        secrets=MemorySecretStore(),
-        model_override=ModelConfig(model_server.base_url, "fake-model", "k"),
-        home=home,
-        clock=clock,
-    )
+    host = make_host(tmp_path / "data", model_server.base_url, home=home, clock=clock)
     script.add("Clean build", [bash("rm -rf build")])
     async with running_api(host) as client:
         task = await new_task(client, "Clean build")
@@ -386,18 +366,10 @@ async def test_a_task_waiting_for_approval_gives_its_slot_to_other_work(
 async def test_a_chat_turn_stuck_for_ten_minutes_shows_in_needs_you_until_dismissed(
     tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
 ) -> None:
-    from core.agent.model_config import ModelConfig
     from core.clock import FakeClock
-    from tests.fakes.secrets import MemorySecretStore
 
     clock = FakeClock()
-    host = Host(
-        tmp_path / "data",
-        secrets=MemorySecretStore(),
-        model_override=ModelConfig(model_server.base_url, "fake-model", "k"),
-        home=home,
-        clock=clock,
-    )
+    host = make_host(tmp_path / "data", model_server.base_url, home=home, clock=clock)
     script.add("chat", [Reply.hang()])
     async with running_api(host) as client:
         cid = (await client.post("/api/conversations", json={})).json()["id"]

@@ -7,28 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from core.agent.model_config import ModelConfig
 from core.clock import FakeClock
 from core.host import Host
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
-from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import make_host, running_api
 from tests.integration.task_script import SessionScript, bash, report
 from tests.waiting import wait_until
-
-
-@pytest.fixture
-def script(model_server: ScriptedModelServer) -> SessionScript:
-    s = SessionScript()
-    model_server.responder = s
-    return s
-
-
-@pytest.fixture
-def host(tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
-    return make_host(tmp_path / "data", model_server.base_url, home=home)
 
 
 async def get_task(client: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
@@ -325,13 +310,7 @@ async def test_provider_errors_are_retried_after_15_30_60_s_then_the_failure_is_
     tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
 ) -> None:
     clock = FakeClock(start=1_790_000_000.0)
-    host = Host(
-        tmp_path / "data",
-        secrets=MemorySecretStore(),
-        model_override=ModelConfig(model_server.base_url, "fake-model", "sk-test"),
-        home=home,
-        clock=clock,
-    )
+    host = make_host(tmp_path / "data", model_server.base_url, home=home, clock=clock)
     script.add("Fetch quotes", [Reply.error(503)] * 4)
     async with running_api(host) as client:
         task = await new_task(client, "Fetch quotes")
@@ -413,13 +392,7 @@ async def test_jobs_still_running_30_minutes_after_the_turn_are_stopped_and_the_
     tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
 ) -> None:
     clock = FakeClock(start=1_790_000_000.0)
-    host = Host(
-        tmp_path / "data",
-        secrets=MemorySecretStore(),
-        model_override=ModelConfig(model_server.base_url, "fake-model", "sk-test"),
-        home=home,
-        clock=clock,
-    )
+    host = make_host(tmp_path / "data", model_server.base_url, home=home, clock=clock)
     script.add(
         "Watch logs",
         [
