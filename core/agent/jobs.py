@@ -128,10 +128,14 @@ class ShellProcess:
     async def finish(self) -> None:
         """After the leader exited: kill what it left in its group, collect the output, release the pipe."""
         self.signal_group(signal.SIGKILL)
-        # The pipe closes as soon as the group is dead, unless a process escaped the group (setsid).
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._protocol.closed), DRAIN_TIMEOUT_S)
-        self._transport.close()
+        try:
+            # The pipe closes as soon as the group is dead, unless a process escaped the group (setsid).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._protocol.closed), DRAIN_TIMEOUT_S)
+        finally:
+            # Even when cancelled (the loop shutting down): a transport left open is closed later by
+            # the garbage collector, on a loop that is gone.
+            self._transport.close()
 
     def kill_now(self) -> None:
         """SIGKILL the group without waiting; pass the process to `JobManager.reap` to collect it."""
@@ -290,8 +294,9 @@ class JobManager:
 
     async def shutdown(self) -> None:
         await asyncio.gather(*(self.kill(job.id) for job in self._jobs.values() if job.running))
-        if self._watchers:
-            await asyncio.gather(*self._watchers, return_exceptions=True)
+        pending = [*self._watchers, *_unwanted]  # including spawns whose caller was cancelled
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def _require(self, job_id: str) -> Job:
         job = self._jobs.get(job_id)
@@ -331,5 +336,7 @@ def _open_log(path: Path) -> IO[bytes]:
 
 
 async def _reap(process: ShellProcess) -> None:
-    await process.wait()
-    await process.finish()
+    try:
+        await process.wait()
+    finally:
+        await asyncio.shield(process.finish())
