@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,6 +89,8 @@ class Host:
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None
         self.started = asyncio.Event()
+        # Called by `resync()` after the outbox looked again: the scheduler recomputes, channels reconnect.
+        self._resync_listeners: list[Callable[[str], Awaitable[None]]] = []
         # Said plainly to the user (health, doctor) and to the model: whether shell commands are sandboxed.
         self.sandbox_note = ""
 
@@ -121,6 +124,24 @@ class Host:
         await self.tasks.start(self.runtime)
         self.started.set()
         log.info("host started on %s", self.data_dir)
+
+    def on_resync(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Run `listener(reason)` on every resync (after sleep, a clock change, or at start)."""
+        self._resync_listeners.append(listener)
+
+    async def resync(self, reason: str) -> None:
+        """Time may have jumped (the machine slept, or the clock was changed): look at every time-based
+        decision again. The outbox re-checks delivery windows (quiet hours, held items, its one timer);
+        then each listener (schedules, channel connections). `reason` is "resume", "clock" or "start"."""
+        if not self.started.is_set():
+            return
+        log.info("resync after %s", reason)
+        await self.outbox.flush()
+        for listener in list(self._resync_listeners):
+            try:
+                await listener(reason)
+            except Exception:
+                log.exception("a resync listener failed after %s", reason)
 
     async def stop(self) -> None:
         """Finish writes, stop sessions and jobs, close the database. Safe to call twice."""

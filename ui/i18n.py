@@ -53,13 +53,18 @@ def use_language(lang: Language | None) -> None:
 
 @cache
 def catalogue(lang: Language) -> dict[str, str]:
-    path = translation_path(_FILES[lang])
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        log.exception("cannot read UI translations %s", path)
-        return {}
-    return {str(k): str(v) for k, v in data.items()}
+    """The language's main file merged with its area files (`zh_CN.settings.json`, ...), so each part of
+    the UI keeps its own strings."""
+    main = translation_path(_FILES[lang])
+    merged: dict[str, str] = {}
+    for path in [main, *sorted(main.parent.glob(f"{_FILES[lang]}.*.json"))]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            log.exception("cannot read UI translations %s", path)
+            continue
+        merged.update({str(k): str(v) for k, v in data.items()})
+    return merged
 
 
 def t(key: str, **fmt: object) -> str:

@@ -208,9 +208,12 @@ def _palette(c: Colors) -> QPalette:
 
 
 def _stylesheet(picked: Scheme) -> str:
-    path = style_path(picked)
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
-        log.exception("cannot read stylesheet %s", path)
-        return ""
+    """The scheme's main sheet followed by its area sheets (`light.settings.qss`, ...)."""
+    main = style_path(picked)
+    parts: list[str] = []
+    for path in [main, *sorted(main.parent.glob(f"{picked}.*.qss"))]:
+        try:
+            parts.append(path.read_text(encoding="utf-8"))
+        except OSError:
+            log.exception("cannot read stylesheet %s", path)
+    return "\n".join(parts)
