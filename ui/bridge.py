@@ -11,7 +11,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.bus import EventBus
-from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged, TaskChanged
+from core.events import BotsChanged, ConversationsChanged, LiveReplyChanged, MessagesChanged, TaskChanged
 
 # A streamed reply announces every delta; the eye needs no more than about 30 frames a second.
 LIVE_COALESCE_MS = 30
@@ -55,6 +55,8 @@ class _Burst:
 
 class EventBridge(QObject):
     conversationsChanged = Signal()
+    # A bot was added or its settings changed (name, avatar, model, pause, ...).
+    botsChanged = Signal()
     messagesChanged = Signal(str)
     liveReplyChanged = Signal(str)
     taskChanged = Signal(str)
@@ -95,3 +97,5 @@ class EventBridge(QObject):
             self.messagesChanged.emit(event.conversation_id)
         elif isinstance(event, ConversationsChanged):
             self.conversationsChanged.emit()
+        elif isinstance(event, BotsChanged):
+            self.botsChanged.emit()
