@@ -67,7 +67,7 @@ class FakeBotFacade:
     # -- set-up -----------------------------------------------------------------------------------
 
     def add(
-        self, name: str = "Errand", *, bot_id: str | None = None, configured: bool = True, **fields: object
+        self, name: str = "Errand", *, bot_id: str | None = None, configured: bool = True, **fields: Any
     ) -> BotView:
         bot_id = bot_id or f"b_{len(self._bots) + 1:012x}"
         view = BotView(
