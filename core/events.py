@@ -34,3 +34,12 @@ class TaskChanged:
     """A task's stage, runs or latest line changed."""
 
     task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunStepAdded:
+    """A working run of this task took a step (a model reply, a tool call or its result): its live
+    处理过程 grew. Separate from TaskChanged so lists that show no steps don't re-read on every step."""
+
+    task_id: str
+    run_id: str

@@ -11,7 +11,14 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.bus import EventBus
-from core.events import BotsChanged, ConversationsChanged, LiveReplyChanged, MessagesChanged, TaskChanged
+from core.events import (
+    BotsChanged,
+    ConversationsChanged,
+    LiveReplyChanged,
+    MessagesChanged,
+    RunStepAdded,
+    TaskChanged,
+)
 
 # A streamed reply announces every delta; the eye needs no more than about 30 frames a second.
 LIVE_COALESCE_MS = 30
@@ -60,6 +67,8 @@ class EventBridge(QObject):
     messagesChanged = Signal(str)
     liveReplyChanged = Signal(str)
     taskChanged = Signal(str)
+    # A working run of this task took a step (task id); folded like taskChanged.
+    runStepAdded = Signal(str)
     # Something on the needs-you list may have changed (a task changed): re-read it. Folded over bursts.
     attentionChanged = Signal()
 
@@ -74,17 +83,19 @@ class EventBridge(QObject):
         super().__init__(parent)
         self._live = _Burst(self, live_interval_ms, self.liveReplyChanged.emit)
         self._tasks = _Burst(self, task_interval_ms, self.taskChanged.emit)
+        self._steps = _Burst(self, task_interval_ms, self.runStepAdded.emit)
         self._attention = _Burst(self, attention_interval_ms, lambda _key: self.attentionChanged.emit())
         self._unsubscribe = bus.subscribe(self._on_event)
 
     def pending(self) -> bool:
         """Whether any coalesced signal is still due (tests check that a burst ended in one signal)."""
-        return self._live.due or self._tasks.due or self._attention.due
+        return self._live.due or self._tasks.due or self._steps.due or self._attention.due
 
     def close(self) -> None:
         self._unsubscribe()
         self._live.stop()
         self._tasks.stop()
+        self._steps.stop()
         self._attention.stop()
 
     def _on_event(self, event: object) -> None:
@@ -93,6 +104,8 @@ class EventBridge(QObject):
         elif isinstance(event, TaskChanged):
             self._tasks.add(event.task_id)
             self._attention.add("")
+        elif isinstance(event, RunStepAdded):
+            self._steps.add(event.task_id)
         elif isinstance(event, MessagesChanged):
             self.messagesChanged.emit(event.conversation_id)
         elif isinstance(event, ConversationsChanged):

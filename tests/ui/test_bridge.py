@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.bus import EventBus
-from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
+from core.events import BotsChanged, ConversationsChanged, LiveReplyChanged, MessagesChanged, RunStepAdded
 from tests.ui.conftest import wait_until
 from ui.bridge import EventBridge
 
@@ -60,3 +60,34 @@ async def test_close_stops_the_signals() -> None:
     await wait_until(lambda: probe == ["probe"])
     assert seen == []
     other.close()
+
+
+async def test_run_steps_fold_per_task_and_leave_task_changes_alone() -> None:
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    steps: list[str] = []
+    tasks: list[str] = []
+    bridge.runStepAdded.connect(steps.append)
+    bridge.taskChanged.connect(tasks.append)
+
+    for _ in range(200):
+        bus.publish(RunStepAdded("t_a", "r_1"))
+        bus.publish(RunStepAdded("t_b", "r_2"))
+    await wait_until(lambda: len(steps) >= 2 and not bridge.pending())
+
+    assert sorted(steps) == ["t_a", "t_b"]
+    assert tasks == []  # a step doesn't make the task list or needs-you re-read
+    bridge.close()
+
+
+async def test_bot_changes_become_a_signal() -> None:
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    seen: list[str] = []
+    bridge.botsChanged.connect(lambda: seen.append("bots"))
+
+    bus.publish(BotsChanged())
+    await wait_until(lambda: bool(seen))
+
+    assert seen == ["bots"]
+    bridge.close()

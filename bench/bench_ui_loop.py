@@ -1,0 +1,173 @@
+"""Qt event-loop lag while background runs stream (issue 5). Run: .venv/bin/python -m bench.bench_ui_loop
+
+The real host and the real window run on one qasync loop, offscreen; the model is a separate process
+(bench/streaming_model.py) so it doesn't load the loop being measured. A precise 4 ms QTimer records how
+late each tick fires: that lateness is the time the loop was busy with something else, which is what a
+person feels as a stutter. Figures, each as p50 / p99 / max lag:
+
+- idle: the window open, nothing running;
+- tasks view: four tasks stepping through shell calls (each step re-reads the list) while it is shown;
+- chat: the same four tasks plus a 400-delta reply streaming into the shown conversation.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import qasync
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication
+
+from bench.common import line, percentile
+from core.agent.model_config import ModelConfig, RetryPolicy
+from core.host import Host
+from core.tasks.views import TaskView
+from tests.fakes.secrets import MemorySecretStore
+from ui import theme
+from ui.bridge import EventBridge
+from ui.main_window import MainWindow
+
+ROOT = Path(__file__).resolve().parents[1]
+TICK_MS = 4
+RUNS = 4
+
+
+class LagProbe:
+    """Records how late each tick of a precise timer fires."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._last = 0.0
+        self._timer = QTimer()
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.setInterval(TICK_MS)
+        self._timer.timeout.connect(self._tick)
+
+    def start(self) -> None:
+        self.lags.clear()
+        self._last = time.perf_counter()
+        self._timer.start()
+
+    def stop(self) -> list[float]:
+        self._timer.stop()
+        return list(self.lags)
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.lags.append(max(0.0, now - self._last - TICK_MS / 1000))
+        self._last = now
+
+
+def _figure(lags: list[float]) -> str:
+    ms = [v * 1000 for v in lags]
+    return (
+        f"p50 {statistics.median(ms):6.2f} ms   p99 {percentile(ms, 99):6.2f} ms   "
+        f"max {max(ms):6.2f} ms   (ticks={len(ms)})"
+    )
+
+
+async def _until(predicate: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+
+
+def _start_model(steps: int) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.streaming_model", "--steps", str(steps)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+async def _phase(host: Host, probe: LagProbe, tag: str, seconds: float, chat_id: str | None) -> list[float]:
+    tasks: list[TaskView] = [
+        await host.tasks.create(bot_id=None, words=f"bench work {tag} {i}", title=f"{tag}-{i}")
+        for i in range(RUNS)
+    ]
+    probe.start()
+    if chat_id is not None:
+        await host.chat.say(chat_id, "tell me something long")
+    ended = {"ready", "failed", "stopped"}
+
+    async def all_ended() -> bool:
+        views = await host.tasks.list_tasks()
+        return all(v.stage in ended for v in views if v.id in {t.id for t in tasks})
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not await all_ended():
+        await asyncio.sleep(0.1)
+    lags = probe.stop()
+    steps = 0
+    for task in tasks:
+        detail = await host.tasks.detail(task.id)
+        steps += sum(run.steps for run in detail.runs)
+        print(detail.task.stage, [(r.state, r.steps, r.error) for r in detail.runs])
+        if detail.task.stage not in ended:
+            await host.tasks.stop_task(task.id)
+    line(f"  ({tag}: {steps} steps across {RUNS} runs in {len(lags) * TICK_MS / 1000:.1f} s)", "")
+    return lags
+
+
+async def run(app: QApplication, data_dir: Path) -> None:
+    model, url = _start_model(steps=60)
+    try:
+        host = Host(
+            data_dir,
+            secrets=MemorySecretStore(),
+            model_override=ModelConfig(url, "fake-model", "sk-bench"),
+            chat_retry=RetryPolicy(delays_s=(0.05,)),
+        )
+        window = MainWindow(host.chat, EventBridge(host.bus), tasks=host.tasks, attention=host.attention)
+        window.resize(1120, 820)
+        window.show()
+        await host.start()
+        await window.refresh()
+        probe = LagProbe()
+
+        probe.start()
+        await asyncio.sleep(3)
+        line("idle window", _figure(probe.stop()))
+
+        window.show_tasks()
+        line(f"tasks view shown, {RUNS} runs stepping", _figure(await _phase(host, probe, "list", 8, None)))
+
+        window.show_chat()
+        chat_id = window.conversation_list.current_id
+        assert chat_id
+        line(
+            f"chat shown and streaming, {RUNS} runs stepping",
+            _figure(await _phase(host, probe, "chat", 8, chat_id)),
+        )
+        window.shutdown()
+        await host.stop()
+    finally:
+        model.terminate()
+        model.wait(10)
+
+
+def main() -> None:
+    app = QApplication.instance() or QApplication(sys.argv)
+    assert isinstance(app, QApplication)
+    theme.apply_theme(app, "light")
+    loop = qasync.QEventLoop(app)
+    with tempfile.TemporaryDirectory() as tmp, loop:
+        loop.run_until_complete(run(app, Path(tmp)))
+
+
+if __name__ == "__main__":
+    main()
