@@ -116,7 +116,6 @@ async def _phase(host: Host, probe: LagProbe, tag: str, seconds: float, chat_id:
     for task in tasks:
         detail = await host.tasks.detail(task.id)
         steps += sum(run.steps for run in detail.runs)
-        print(detail.task.stage, [(r.state, r.steps, r.error) for r in detail.runs])
         if detail.task.stage not in ended:
             await host.tasks.stop_task(task.id)
     line(f"  ({tag}: {steps} steps across {RUNS} runs in {len(lags) * TICK_MS / 1000:.1f} s)", "")
