@@ -17,12 +17,12 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import asyncio
+import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import qasync
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import QApplication
 
 from bench.common import line, percentile
 from core.agent.model_config import ModelConfig, RetryPolicy
+from core.events import TaskChanged
 from core.host import Host
 from core.tasks.views import TaskView
 from tests.fakes.secrets import MemorySecretStore
@@ -77,12 +78,6 @@ def _figure(lags: list[float]) -> str:
     )
 
 
-async def _until(predicate: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-
-
 def _start_model(steps: int) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.streaming_model", "--steps", str(steps)],
@@ -108,9 +103,15 @@ async def _phase(host: Host, probe: LagProbe, tag: str, seconds: float, chat_id:
         views = await host.tasks.list_tasks()
         return all(v.stage in ended for v in views if v.id in {t.id for t in tasks})
 
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not await all_ended():
-        await asyncio.sleep(0.1)
+    queue, unsubscribe = host.bus.queue(lambda e: isinstance(e, TaskChanged))
+
+    async def until_all_ended() -> None:
+        while not await all_ended():
+            await queue.get()
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(until_all_ended(), seconds)
+    unsubscribe()
     lags = probe.stop()
     steps = 0
     for task in tasks:
@@ -123,7 +124,7 @@ async def _phase(host: Host, probe: LagProbe, tag: str, seconds: float, chat_id:
 
 
 async def run(app: QApplication, data_dir: Path) -> None:
-    model, url = _start_model(steps=60)
+    model, url = _start_model(steps=25)
     try:
         host = Host(
             data_dir,

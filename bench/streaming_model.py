@@ -15,6 +15,7 @@ import signal
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from tests.fakes.model_server import Reply, ScriptedModelServer
@@ -31,10 +32,10 @@ def responder(steps: int, chunks: int) -> Any:
             return Reply.text(text, chunks=chunks, chunk_delay_s=0.01, latency_s=0.05)
         counts[who] += 1
         if counts[who] <= steps:
-            reply = bash(f"echo step {counts[who]} of {who}")
-            reply.latency_s = 0.1
-            return reply
-        return report("done", f"{who} finished")
+            return replace(bash(f"echo step {counts[who]} of {who}"), latency_s=0.1)
+        if counts[who] == steps + 1:
+            return report("done", f"{who} finished")
+        return Reply.text("Done.")  # ends the turn after the report
 
     return respond
 
