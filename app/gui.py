@@ -10,11 +10,20 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.logging_setup import setup_logging
 from app.secrets import make_secret_store
 from app.settings_from_env import model_override
+
+if TYPE_CHECKING:
+    from app.notifications import Notifications
+    from app.power import PowerWatch
+    from core.host import Host
+    from ui.bridge import EventBridge
+    from ui.main_window import MainWindow
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +61,7 @@ def _run(data_dir: Path) -> int:
     import qasync
     from PySide6.QtWidgets import QApplication
 
-    from app.tray import Tray, app_icon
+    from app.tray import app_icon
     from core.host import Host
     from ui.bridge import EventBridge
     from ui.main_window import MainWindow
@@ -70,14 +79,13 @@ def _run(data_dir: Path) -> int:
     quit_requested = asyncio.Event()
 
     host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
-    window = MainWindow(host.chat, EventBridge(host.bus), tasks=host.tasks, attention=host.attention)
+    bridge = EventBridge(host.bus)
+    window = MainWindow(host.chat, bridge, tasks=host.tasks, attention=host.attention)
     window.show()
     shown_at = _process_age()
-    tray = Tray(window, on_quit=quit_requested.set)
-    window.set_close_to_tray(tray.available)
-    if not tray.available:
-        log.info("no system tray here: closing the window quits Errand")
-    app.lastWindowClosed.connect(lambda: None if tray.available else quit_requested.set())
+    desktop = _Desktop(data_dir, host, bridge, window, quit_requested.set)
+    tray_at = _process_age()
+    app.lastWindowClosed.connect(lambda: None if desktop.tray.available else quit_requested.set())
 
     async def main() -> int:
         try:
@@ -91,21 +99,104 @@ def _run(data_dir: Path) -> int:
                 window, "Errand", f"Errand could not start. See {data_dir / 'logs' / 'errand.log'}."
             )
             return 1
+        desktop.host_started()
         if probe:
             import psutil
 
             rss_mb = psutil.Process().memory_info().rss / 2**20
             print(
-                f"window-shown {shown_at:.3f}\nhost-started {_process_age():.3f}\nrss-mb {rss_mb:.1f}",
+                f"window-shown {shown_at:.3f}\ntray-shown {tray_at:.3f}\n"
+                f"host-started {_process_age():.3f}\nrss-mb {rss_mb:.1f}",
                 flush=True,
             )
             quit_requested.set()
         await quit_requested.wait()
+        await desktop.stop()
         window.shutdown()
-        tray.hide()
+        bridge.close()
         await host.stop()
         return 0
 
     with loop:
         code: int = loop.run_until_complete(main())
     return code
+
+
+class _Desktop:
+    """The parts around the window: tray (badge, menu), OS notifications, sleep/resume. The tray comes up
+    with the window; the rest once the host has started, since they read through it."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        host: Host,
+        bridge: EventBridge,
+        window: MainWindow,
+        quit_app: Callable[[], None],
+    ) -> None:
+        from app.tray import NoTrayNote, PauseControl, Tray
+
+        self._host = host
+        self._bridge = bridge
+        self._window = window
+        self._notifications: Notifications | None = None
+        self._power: PowerWatch | None = None
+        self.pause = PauseControl(host.bots)  # reads the bots once the host has started
+        self.tray = Tray(
+            window,
+            on_quit=quit_app,
+            on_open=self.open_window,
+            on_new_task=self.new_task,
+            on_set_paused=self.pause.set_paused,
+        )
+        self.pause.show = self.tray.set_paused_checked
+        window.set_close_to_tray(self.tray.available)
+        if not self.tray.available:
+            log.info("no system tray here: closing the window quits Errand")
+            NoTrayNote(data_dir).show_once(window)
+
+    def open_window(self) -> None:
+        from app.tray import bring_forward
+
+        bring_forward(self._window)
+
+    def new_task(self) -> None:
+        self.open_window()
+        # The window may grow its own "new task" entry; until then the tasks pane is where tasks start.
+        make = getattr(self._window, "new_task", None)
+        if callable(make):
+            make()
+        else:
+            self._window.show_tasks()
+
+    def host_started(self) -> None:
+        from app.notifications import DesktopNotifierSender, Notifications
+        from app.power import PowerWatch
+        from ui.i18n import t
+
+        window = self._window
+        notifications = Notifications(
+            self._host.attention,
+            self._host.bots,
+            self._bridge,
+            DesktopNotifierSender(t("notify.app"), fallback=self.tray.show_message),
+            window,
+            window_focused=lambda: window.isVisible() and window.isActiveWindow(),
+            raise_window=self.open_window,
+        )
+        notifications.on_items(lambda items: self.tray.set_count(len(items)))
+        self._host.outbox.on_ring(notifications.on_ring)
+        notifications.start()
+        self._notifications = notifications
+        self._bridge.botsChanged.connect(self.pause.refresh)
+        self.pause.refresh()
+        self._power = PowerWatch(self._host.resync, self._host.clock)
+        self._power.start()
+
+    async def stop(self) -> None:
+        if self._power is not None:
+            await self._power.stop()
+        if self._notifications is not None:
+            self._notifications.shutdown()
+        self.pause.shutdown()
+        self.tray.hide()

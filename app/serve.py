@@ -21,6 +21,7 @@ async def serve(data_dir: Path, port: int) -> int:
     """Run the host headless until SIGTERM; the caller holds the data-dir lock."""
     setup_logging(data_dir, to_stderr=True)
     from core.api.server import ApiServer
+    from core.clock_watch import ClockJumpWatcher
     from core.host import Host
 
     host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
@@ -29,6 +30,9 @@ async def serve(data_dir: Path, port: int) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await host.start()
+    # A headless host sleeps and has its clock changed too: schedules and held deliveries look again.
+    drift = ClockJumpWatcher(host.clock, host.resync)
+    drift.start()
     api = ApiServer(host, token=secrets.token_urlsafe(32), port=port)
     try:
         url = await api.start()
@@ -37,6 +41,7 @@ async def serve(data_dir: Path, port: int) -> int:
             f"errand: cannot listen on 127.0.0.1:{port} ({exc.strerror}). Pick another --port.",
             file=sys.stderr,
         )
+        await drift.stop()
         await host.stop()
         return 1
     path = write_api_file(data_dir, url, api.token)
@@ -44,6 +49,7 @@ async def serve(data_dir: Path, port: int) -> int:
     log.info("serving API on %s", url)
     await stop.wait()
     log.info("stopping")
+    await drift.stop()
     await api.stop()
     await host.stop()
     remove_api_file(data_dir)
