@@ -19,12 +19,14 @@ from core.agent.model_config import ModelConfig, RetryPolicy
 from core.attention.approval_center import ApprovalCenter
 from core.attention.chat_tools import ask_user_question_tool
 from core.attention.service import AttentionService
+from core.bots.activity import BotActivityReader
 from core.bots.secret_store import SecretStore
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
 from core.delivery.outbox import Outbox
+from core.preferences_service import PreferencesService
 from core.store.database import Database
 from core.tasks.prompts import CHAT_TASK_RULES
 from core.tasks.runner import TASK_RETRY
@@ -85,6 +87,9 @@ class Host:
         self.approvals.on_wait = self.tasks.runner.wait_for_person
         self.tasks.expire_stale_approvals = self.approvals.expire_all_open
         self.attention = AttentionService(self.tasks, self.approvals, self.outbox, self.chat, self.clock)
+        self.bots.activity_reader = BotActivityReader(self.tasks, self.attention, self.chat, self.bots).read
+        self.preferences = PreferencesService(self.db, self.clock)
+        self.bots.on_background_settings(self._bot_settings_changed)
         self._home = home
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None
@@ -124,6 +129,13 @@ class Host:
         await self.tasks.start(self.runtime)
         self.started.set()
         log.info("host started on %s", self.data_dir)
+
+    async def _bot_settings_changed(self, bot_id: str) -> None:
+        """A bot's slots, pause or quiet hours changed: queued runs and held pushes may go now."""
+        if not self.started.is_set():
+            return
+        self.tasks.runner.poke()
+        await self.outbox.flush()
 
     def on_resync(self, listener: Callable[[str], Awaitable[None]]) -> None:
         """Run `listener(reason)` on every resync (after sleep, a clock change, or at start)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from core.api.bot_settings import bot_update_from_json, connection_request_from_json
 from core.api.validation import json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
 from core.errors import (
@@ -86,6 +87,11 @@ class ApiServer:
         r.add_get("/api/health", self.health)
         r.add_get("/api/bots", self.list_bots)
         r.add_post("/api/bots", self.create_bot)
+        # Before /api/bots/{id}, so "presets" is never taken for a bot id.
+        r.add_get("/api/bots/presets", self.model_presets)
+        r.add_get("/api/bots/{id}", self.get_bot)
+        r.add_put("/api/bots/{id}", self.update_bot)
+        r.add_post("/api/bots/{id}/test-connection", self.test_connection)
         r.add_get("/api/conversations", self.list_conversations)
         r.add_post("/api/conversations", self.create_conversation)
         r.add_get("/api/conversations/{id}/messages", self.list_messages)
@@ -186,6 +192,50 @@ class ApiServer:
             preset=optional_str(body, "preset", "workspace-write"),
         )
         return web.json_response(bot.to_json(), status=201)
+
+    async def get_bot(self, request: web.Request) -> web.Response:
+        return web.json_response((await self._host.bots.get(request.match_info["id"])).to_json())
+
+    async def update_bot(self, request: web.Request) -> web.Response:
+        bot_id = request.match_info["id"]
+        changes = bot_update_from_json(await json_object(request))
+        bot = await self._host.bots.update(bot_id, changes)
+        return web.json_response(bot.to_json())
+
+    async def test_connection(self, request: web.Request) -> web.Response:
+        """`{baseUrl?, model?, apiKey?}`, each defaulting to the bot's own. The answer is 200 whether the
+        model answered or not: `ok` says which, `message` what to do."""
+        bot = await self._host.bots.get(request.match_info["id"])
+        body: dict[str, Any] = await json_object(request) if (await request.read()).strip() else {}
+        wanted = connection_request_from_json(body)
+        check = await self._host.bots.test_connection(
+            wanted.base_url if wanted.base_url is not None else bot.model_base_url,
+            wanted.model if wanted.model is not None else bot.model_name,
+            api_key=wanted.api_key,
+            bot_id=bot.id,
+            lang=_lang(request),
+        )
+        return web.json_response({"ok": check.ok, "message": check.message, "latencyMs": check.latency_ms})
+
+    async def model_presets(self, request: web.Request) -> web.Response:
+        presets = await self._host.bots.model_presets(_lang(request))
+        return web.json_response(
+            {
+                "presets": [
+                    {
+                        "key": p.key,
+                        "label": p.label,
+                        "baseUrl": p.base_url,
+                        "model": p.model,
+                        "needsKey": p.needs_key,
+                        "local": p.local,
+                        "models": list(p.models),
+                        "keyHint": p.key_hint,
+                    }
+                    for p in presets
+                ]
+            }
+        )
 
     async def list_conversations(self, request: web.Request) -> web.Response:
         bot = request.query.get("bot")

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from urllib.parse import urlparse
 
 from sqlalchemy.orm import Session
 
 from core.agent.model_config import ModelConfig
 from core.agent.sandbox import Permission, Preset
+from core.bots.connection_test import check_connection
+from core.bots.local_models import DEFAULT_OLLAMA_URL
+from core.bots.presets import ModelPresets
 from core.bots.secret_store import SecretStore, SecretStoreUnavailableError
-from core.bots.views import BotView
+from core.bots.settings_changes import settings_changes
+from core.bots.validation import (
+    MAX_NAME,
+    validate_base_url,
+    validate_model_name,
+    validate_name,
+    validate_preset,
+)
+from core.bots.views import BotActivity, BotUpdate, BotView, ConnectionCheck, ModelPreset
 from core.bus import EventBus
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError, UnavailableError
@@ -22,40 +35,28 @@ from core.store import bots as bot_rows
 from core.store.bots import BotRecord
 from core.store.database import Database
 
+log = logging.getLogger(__name__)
+
 DEFAULT_BOT_NAME = "Errand"
-MAX_NAME = 60
+__all__ = [
+    "DEFAULT_BOT_NAME",
+    "MAX_NAME",
+    "BotService",
+    "SettingsListener",
+    "validate_base_url",
+    "validate_name",
+    "validate_preset",
+]
+
+SettingsListener = Callable[[str], Awaitable[None]]
+"""Told the bot id after its background settings (slots, pause, quiet hours) changed."""
+ActivityReader = Callable[[str], Awaitable[list[BotActivity]]]
+
+_BACKGROUND_FIELDS = frozenset({"task_slots", "paused", "quiet_start", "quiet_end"})
 
 
 def _key_name(bot_id: str) -> str:
     return f"bot:{bot_id}:api-key"
-
-
-def validate_base_url(value: str) -> str:
-    value = value.strip()
-    if not value:
-        return ""
-    parsed = urlparse(value)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise InvalidInputError(
-            "baseUrl", f"{value!r} is not an http(s) URL, e.g. https://api.deepseek.com/v1"
-        )
-    return value.rstrip("/")
-
-
-def validate_name(value: str) -> str:
-    value = value.strip()
-    if not value:
-        raise InvalidInputError("name", "must not be empty")
-    if len(value) > MAX_NAME:
-        raise InvalidInputError("name", f"must be at most {MAX_NAME} characters")
-    return value
-
-
-def validate_preset(value: str) -> str:
-    try:
-        return Preset.parse(value).value
-    except ValueError as exc:
-        raise InvalidInputError("preset", str(exc)) from exc
 
 
 class BotService:
@@ -67,6 +68,8 @@ class BotService:
         data_dir: Path,
         secrets: SecretStore,
         model_override: ModelConfig | None = None,
+        *,
+        ollama_url: str = DEFAULT_OLLAMA_URL,
     ) -> None:
         self._db = db
         self._bus = bus
@@ -75,6 +78,10 @@ class BotService:
         self._secrets = secrets
         # From ERRAND_MODEL_BASE_URL / ERRAND_MODEL / ERRAND_API_KEY: the default bot's, never stored.
         self._override = model_override
+        self.presets = ModelPresets(ollama_url)
+        # Wired by the host to whatever reads tasks and needs-you; until then every bot is idle.
+        self.activity_reader: ActivityReader | None = None
+        self._settings_listeners: list[SettingsListener] = []
 
     def workspace_of(self, bot_id: str) -> Path:
         return self._data_dir / "bots" / bot_id / "workspace"
@@ -92,6 +99,11 @@ class BotService:
             preset=record.preset,
             is_default=record.is_default,
             created_at=record.created_at,
+            avatar=record.avatar,
+            task_slots=record.task_slots,
+            quiet_start=record.quiet_start,
+            quiet_end=record.quiet_end,
+            paused=record.paused,
         )
 
     async def ensure_default(self) -> BotView:
@@ -171,6 +183,76 @@ class BotService:
         record = await self._db.write(insert)
         self._bus.publish(BotsChanged())
         return await self._view(record)
+
+    # ---- settings -----------------------------------------------------------------------------------
+
+    def on_background_settings(self, listener: SettingsListener) -> None:
+        """Call `listener(bot_id)` after a bot's task slots, pause or quiet hours changed, so the task runner
+        and the outbox look again (a queued run may start, a held push may go)."""
+        self._settings_listeners.append(listener)
+
+    async def update(self, bot_id: str, changes: BotUpdate) -> BotView:
+        fields = settings_changes(changes)  # every field checked before anything is touched
+        record = await self._record(bot_id)
+        if changes.api_key is not None:
+            fields["api_key_ref"] = await self._store_key(bot_id, changes.api_key.strip(), record)
+        now = self._clock.time()
+        if fields:
+            record = await self._db.write(lambda s: bot_rows.update_bot(s, bot_id, now=now, **fields))
+        self._bus.publish(BotsChanged())
+        if _BACKGROUND_FIELDS & fields.keys():
+            await self._tell_settings_listeners(bot_id)
+        return await self._view(record)
+
+    async def _store_key(self, bot_id: str, key: str, record: BotRecord) -> str:
+        """Put the key in the secret store (or remove it) and return the reference the row keeps."""
+        name = _key_name(bot_id)
+        try:
+            if key:
+                await self._secrets.set(name, key)
+                return name
+            await self._secrets.delete(record.api_key_ref or name)
+        except SecretStoreUnavailableError as exc:
+            raise UnavailableError(str(exc)) from exc
+        return ""
+
+    async def _tell_settings_listeners(self, bot_id: str) -> None:
+        for listener in list(self._settings_listeners):
+            try:
+                await listener(bot_id)
+            except Exception:
+                # The settings are stored; a listener that failed looks again on its next wake anyway.
+                log.exception("a bot settings listener failed for %s", bot_id)
+
+    async def test_connection(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        bot_id: str | None = None,
+        lang: str = "zh",
+    ) -> ConnectionCheck:
+        base_url = validate_base_url(base_url)
+        if not base_url:
+            raise InvalidInputError(
+                "baseUrl", "is empty; enter the model's base URL, e.g. https://api.deepseek.com/v1"
+            )
+        model = validate_model_name(model)
+        if not model:
+            raise InvalidInputError("model", "is empty; enter a model name, e.g. deepseek-chat")
+        if api_key is None:
+            api_key = (await self.model_config(bot_id)).api_key if bot_id else ""
+        return await check_connection(base_url, model, api_key.strip(), clock=self._clock, lang=lang)
+
+    async def model_presets(self, lang: str = "zh") -> builtins.list[ModelPreset]:
+        return await self.presets.list(lang)
+
+    async def activity(self, lang: str = "zh") -> builtins.list[BotActivity]:
+        if self.activity_reader is not None:
+            return await self.activity_reader(lang)
+        return [BotActivity(bot_id, "idle") for bot_id in await self.names()]
+
+    # ---- model and permission -----------------------------------------------------------------------
 
     async def model_config_of(self, record: BotRecord) -> ModelConfig:
         config = ModelConfig(

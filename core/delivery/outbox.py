@@ -5,6 +5,7 @@ It is the one writer of `deliveries` (P3 §9). Ids are stable (`<run id>:result`
 `policy.decide` says what goes now, what is held and until when; a held delivery is looked at again at
 its `due_at`. For a desktop conversation the message is stored at once; quiet hours and caps govern only
 whether it rings (an OS notification), and one pushed question at a time keeps answers unambiguous.
+Quiet hours and the manual pause are the conversation's bot's settings; `flush()` after changing them.
 Storing the message and marking the delivery sent are one transaction: a crash can neither lose a
 delivery nor send it twice.
 """
@@ -26,9 +27,11 @@ from core.clock import Clock
 from core.delivery.policy import ConversationFacts, Decision, Pending, QuietHours, decide, retry_at
 from core.events import ConversationsChanged, MessagesChanged
 from core.store import approvals as approval_rows
+from core.store import bots as bot_rows
 from core.store import conversations as conv_rows
 from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
+from core.store.bots import BotRecord
 from core.store.database import Database
 from core.store.deliveries import DeliveryPurpose, DeliveryRecord, DeliveryStatus
 
@@ -50,6 +53,43 @@ def local_zone() -> str:
     except Exception:
         pass
     return "UTC"
+
+
+def conversation_facts(s: Session, conversation_ids: set[str], tz: str) -> dict[str, ConversationFacts]:
+    """What `decide` needs to know about each conversation, its bot's quiet hours and pause included."""
+    facts = {}
+    open_ids = {a.id for a in approval_rows.open_approvals(s)}
+    bots: dict[str, BotRecord | None] = {}
+    for cid in conversation_ids:
+        last = msg_rows.last_user_message(s, cid)
+        asked = any(d.id.split(":", 1)[0] in open_ids for d in delivery_rows.sent_questions(s, cid))
+        conversation = conv_rows.get_conversation(s, cid)
+        bot = None
+        if conversation is not None:
+            if conversation.bot_id not in bots:
+                bots[conversation.bot_id] = bot_rows.get_bot(s, conversation.bot_id)
+            bot = bots[conversation.bot_id]
+        facts[cid] = ConversationFacts(
+            cid,
+            capabilities_of(conversation.channel if conversation else "desktop"),
+            tz,
+            last_user_message_at=last.created_at if last else None,
+            open_pushed_question=asked,
+            quiet=_quiet_hours_of(bot),
+            paused=bot.paused if bot else False,
+        )
+    return facts
+
+
+def _quiet_hours_of(bot: BotRecord | None) -> QuietHours | None:
+    """The bot's quiet hours; None (the outbox default) without a bot or with a value no check let in."""
+    if bot is None:
+        return None
+    try:
+        return QuietHours(bot.quiet_start, bot.quiet_end)
+    except ValueError:
+        log.warning("bot %s has unreadable quiet hours %r-%r", bot.id, bot.quiet_start, bot.quiet_end)
+        return None
 
 
 class Outbox:
@@ -142,20 +182,7 @@ class Outbox:
             return sent
 
     def _facts(self, s: Session, conversation_ids: set[str]) -> dict[str, ConversationFacts]:
-        facts = {}
-        open_ids = {a.id for a in approval_rows.open_approvals(s)}
-        for cid in conversation_ids:
-            last = msg_rows.last_user_message(s, cid)
-            asked = any(d.id.split(":", 1)[0] in open_ids for d in delivery_rows.sent_questions(s, cid))
-            conversation = conv_rows.get_conversation(s, cid)
-            facts[cid] = ConversationFacts(
-                cid,
-                capabilities_of(conversation.channel if conversation else "desktop"),
-                self._tz,
-                last_user_message_at=last.created_at if last else None,
-                open_pushed_question=asked,
-            )
-        return facts
+        return conversation_facts(s, conversation_ids, self._tz)
 
     async def _apply(self, decision: Decision, by_id: dict[str, DeliveryRecord]) -> int:
         if decision.kind in ("send", "digest"):

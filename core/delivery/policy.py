@@ -20,6 +20,8 @@ earliest `not_before`). The rules, for messages nobody asked for at that moment 
   the last place under the cap before results do: a result can wait in the tasks view, a question blocks work.
 - **One open pushed question or approval per conversation**; a second one waits (`question_open`) until the
   first is answered or withdrawn (the outbox then calls again with `open_pushed_question=False`).
+- **Manual pause.** While the conversation's bot is paused, everything due waits (`paused`), asked-for or
+  not, on every channel; the outbox looks again when the bot is unpaused.
 - **Channel state.** A closed window (WeChat's 24 h) holds everything (`window_closed`), as does an empty send
   quota (`quota`), an unknown conversation or a delivery whose retries are used up (`channel_down`).
 
@@ -46,7 +48,7 @@ from core.store.deliveries import DeliveryPurpose
 
 DecisionKind = Literal["send", "hold", "digest", "retry_later"]
 HeldReason = Literal[
-    "", "quiet_hours", "window_closed", "quota", "daily_cap", "channel_down", "question_open"
+    "", "quiet_hours", "window_closed", "quota", "daily_cap", "channel_down", "question_open", "paused"
 ]
 
 COALESCE_WINDOW_S = 120.0
@@ -142,6 +144,8 @@ class ConversationFacts:
     """Sends the channel still allows (WeChat: 10 per inbound message, less reservations); None: no limit."""
     quiet: QuietHours | None = None
     """This conversation's quiet hours (a bot setting); None uses the `quiet` passed to `decide`."""
+    paused: bool = False
+    """The conversation's bot is paused (P3 §6 "Manual pause"): every push waits until it is unpaused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +193,9 @@ def decide(
         known = facts.get(conversation_id)
         if known is None:
             _hold_due_and_wait(plan, now, items, "channel_down")
+        elif known.paused:
+            # Held without a time: the outbox looks again when the bot is unpaused.
+            _hold_due_and_wait(plan, now, items, "paused")
         else:
             _decide_conversation(plan, now, items, known, known.quiet or quiet, times, coalesce_window_s)
         decisions.extend(plan.decisions())

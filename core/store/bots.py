@@ -26,6 +26,11 @@ class BotRecord:
     is_default: bool
     created_at: float
     updated_at: float
+    avatar: str = ""
+    task_slots: int = 2
+    quiet_start: str = "22:00"
+    quiet_end: str = "08:00"
+    paused: bool = False
 
 
 class BotChanges(TypedDict, total=False):
@@ -39,6 +44,11 @@ class BotChanges(TypedDict, total=False):
     api_key_ref: str
     preset: str
     is_default: bool
+    avatar: str
+    task_slots: int
+    quiet_start: str
+    quiet_end: str
+    paused: bool
 
 
 UPDATABLE_FIELDS = frozenset(BotChanges.__annotations__)
@@ -140,4 +150,9 @@ def _record(row: BotRow) -> BotRecord:
         is_default=row.is_default,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        avatar=row.avatar,
+        task_slots=row.task_slots,
+        quiet_start=row.quiet_start,
+        quiet_end=row.quiet_end,
+        paused=row.paused,
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     Column,
     Connection,
     Double,
@@ -21,9 +22,11 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    false,
     func,
     inspect,
     select,
+    text,
 )
 from sqlalchemy.schema import CreateColumn
 
@@ -82,11 +85,20 @@ def _create_approvals(conn: Connection) -> None:
     Base.metadata.create_all(conn, tables=[Base.metadata.tables["approvals"]])
 
 
+def _add_bot_settings(conn: Connection) -> None:
+    add_column(conn, "bots", Column("avatar", String, nullable=False, server_default=""))
+    add_column(conn, "bots", Column("task_slots", Integer, nullable=False, server_default=text("2")))
+    add_column(conn, "bots", Column("quiet_start", String, nullable=False, server_default="22:00"))
+    add_column(conn, "bots", Column("quiet_end", String, nullable=False, server_default="08:00"))
+    add_column(conn, "bots", Column("paused", Boolean, nullable=False, server_default=false()))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
     Migration(3, "messages.task_id: a task's result in its conversation", _add_message_task_id),
     Migration(4, "approvals: questions and approvals waiting for a person", _create_approvals),
+    Migration(5, "bots: avatar, task slots, quiet hours, paused", _add_bot_settings),
     # Append here: Migration(5, "...", _function_taking_a_connection),
 ]
 

@@ -33,6 +33,12 @@ class BotRow(Base):
     api_key_ref: Mapped[str] = mapped_column(default="", server_default="")
     preset: Mapped[str] = mapped_column(default="workspace-write", server_default="workspace-write")
     is_default: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # Bot settings (migration 5): avatar colour, background slots, quiet hours ("HH:MM" local), manual pause.
+    avatar: Mapped[str] = mapped_column(default="", server_default="")
+    task_slots: Mapped[int] = mapped_column(default=2, server_default=text("2"))
+    quiet_start: Mapped[str] = mapped_column(default="22:00", server_default="22:00")
+    quiet_end: Mapped[str] = mapped_column(default="08:00", server_default="08:00")
+    paused: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[float]
     updated_at: Mapped[float]
 

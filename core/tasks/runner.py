@@ -29,6 +29,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.events import TaskChanged
 from core.ids import new_id
+from core.store import bots as bot_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
 from core.store import tasks as task_rows
@@ -183,11 +184,15 @@ class TaskRunner:
                 log.exception("scheduling task runs failed")
 
     async def _start_ready_runs(self) -> None:
-        live = await self._db.read(run_rows.live_runs)
+        live, bots = await self._db.read(lambda s: (run_rows.live_runs(s), bot_rows.list_bots(s)))
+        # Read at every look, so a changed setting counts from the next poke on (BotService pokes).
+        self._slots.set_per_bot({b.id: b.task_slots for b in bots})
+        paused = {b.id for b in bots if b.paused}
         queued = [
             SlotRequest(r.id, r.bot_id, r.cause, r.queued_at)
             for r in live
-            if r.state == "queued" and r.task_id and r.id not in self._active
+            # A paused bot starts no new run (P3 §6 "Manual pause"); its queued runs wait for the unpause.
+            if r.state == "queued" and r.task_id and r.id not in self._active and r.bot_id not in paused
         ]
         for request in pick(self._slots, queued):
             self._slots.take(request.run_id, request.bot_id, priority_of(request.cause))

@@ -1,12 +1,13 @@
 """Background slots (P3 §3 "Concurrency and the reserved human lane").
 
 Task and rule runs hold a slot while running or settling; chat turns never take one. Each bot has
-`per_bot` ordinary slots, drawn from a pool of `overall` shared by all bots, plus `reserved_per_bot`
-slots that only a person's wake may use, so an answer never waits behind background work."""
+`per_bot` ordinary slots (or its own count from its settings), drawn from a pool of `overall` shared by all
+bots, plus `reserved_per_bot` slots that only a person's wake may use, so an answer never waits behind
+background work."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -69,7 +70,7 @@ class Slots:
 
     The exact rule (`can_take`):
     - Ordinary work (launch, recovery, rule run) must fit without touching any reserve: the bot holds
-      fewer than `per_bot` runs and all bots together fewer than `overall`. Every held run counts,
+      fewer than its `per_bot` runs and all bots together fewer than `overall`. Every held run counts,
       person wakes included, so background work can never occupy a bot's reserved slot.
     - A person wake may start when its bot holds fewer than `per_bot + reserved_per_bot` runs and,
       counting it, `total <= overall + sum over bots of min(person wakes held there, reserved_per_bot)`.
@@ -82,11 +83,25 @@ class Slots:
     def __init__(self, policy: SlotPolicy | None = None) -> None:
         self.policy = policy or SlotPolicy()
         self._held: dict[str, _Held] = {}
+        self._per_bot: dict[str, int] = {}
 
     def copy(self) -> Slots:
         clone = Slots(self.policy)
         clone._held = dict(self._held)
+        clone._per_bot = dict(self._per_bot)
         return clone
+
+    def set_per_bot(self, limits: Mapping[str, int]) -> None:
+        """Each listed bot's own ordinary slot count (its `task_slots` setting), replacing the policy's
+        `per_bot` for it; the overall cap still applies. Runs already holding a slot keep it when a count
+        drops: lowering it only stops new runs from starting."""
+        bad = {bot: n for bot, n in limits.items() if n < 1}
+        if bad:
+            raise ValueError(f"a bot needs at least one slot: {bad}")
+        self._per_bot = dict(limits)
+
+    def per_bot(self, bot_id: str) -> int:
+        return self._per_bot.get(bot_id, self.policy.per_bot)
 
     def held(self, bot_id: str) -> int:
         return sum(1 for h in self._held.values() if h.bot_id == bot_id)
@@ -101,9 +116,10 @@ class Slots:
     def can_take(self, bot_id: str, priority: Priority) -> bool:
         p = self.policy
         held = self.held(bot_id)
+        per_bot = self.per_bot(bot_id)
         if priority is not Priority.PERSON_WAKE:
-            return held < p.per_bot and self.total < p.overall
-        if held >= p.per_bot + p.reserved_per_bot:
+            return held < per_bot and self.total < p.overall
+        if held >= per_bot + p.reserved_per_bot:
             return False
         return self.total + 1 <= p.overall + self._reserve_credit(extra_person_on=bot_id)
 

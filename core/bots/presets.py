@@ -1,0 +1,60 @@
+"""The first-run model choices: well-known providers, and Ollama when it runs on this machine."""
+
+from __future__ import annotations
+
+from core.bots.local_models import DEFAULT_OLLAMA_URL, PROBE_TIMEOUT_S, ollama_models
+from core.bots.views import ModelPreset
+
+_CLOUD: tuple[ModelPreset, ...] = (
+    ModelPreset(
+        key="deepseek",
+        label="DeepSeek",
+        base_url="https://api.deepseek.com/v1",
+        model="deepseek-chat",
+        key_hint="https://platform.deepseek.com/api_keys",
+    ),
+    ModelPreset(
+        key="openai",
+        label="OpenAI",
+        base_url="https://api.openai.com/v1",
+        model="gpt-4o-mini",
+        key_hint="https://platform.openai.com/api-keys",
+    ),
+    ModelPreset(
+        key="openrouter",
+        label="OpenRouter",
+        base_url="https://openrouter.ai/api/v1",
+        model="openai/gpt-4o-mini",
+        key_hint="https://openrouter.ai/keys",
+    ),
+)
+
+_OLLAMA_LABEL = {"zh": "Ollama(本机)", "en": "Ollama (this computer)"}
+
+
+class ModelPresets:
+    """`ollama_url` is where to look for a local Ollama; tests point it at a fake server."""
+
+    def __init__(
+        self, ollama_url: str = DEFAULT_OLLAMA_URL, *, probe_timeout_s: float = PROBE_TIMEOUT_S
+    ) -> None:
+        self.ollama_url = ollama_url
+        self._probe_timeout_s = probe_timeout_s
+
+    async def list(self, lang: str = "zh") -> list[ModelPreset]:
+        presets = list(_CLOUD)
+        models = await ollama_models(self.ollama_url, timeout_s=self._probe_timeout_s)
+        if models is not None:
+            presets.append(
+                ModelPreset(
+                    key="ollama",
+                    label=_OLLAMA_LABEL["en" if lang == "en" else "zh"],
+                    base_url=f"{self.ollama_url.rstrip('/')}/v1",
+                    # Ollama answers with no model pulled yet; the UI then asks for one (`ollama pull`).
+                    model=models[0] if models else "",
+                    needs_key=False,
+                    local=True,
+                    models=models,
+                )
+            )
+        return presets
