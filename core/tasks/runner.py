@@ -27,7 +27,7 @@ from core.agent.tool_api import ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.clock import Clock
-from core.events import TaskChanged
+from core.events import RunStepAdded, TaskChanged
 from core.ids import new_id
 from core.store import bots as bot_rows
 from core.store import run_inputs as input_rows
@@ -138,6 +138,12 @@ class TaskRunner:
 
     def active_run(self, task_id: str) -> str | None:
         return next((a.run_id for a in self._active.values() if a.task_id == task_id), None)
+
+    def live_steps(self, run_id: str) -> list[dict[str, object]] | None:
+        """The steps of a run that is working now, as far as they go (None when it isn't active): the
+        stored activity is written only when a turn ends."""
+        active = self._active.get(run_id)
+        return active.activity.to_json() if active else None
 
     def session_of_run(self, run_id: str) -> AgentSession | None:
         active = self._active.get(run_id)
@@ -278,7 +284,8 @@ class TaskRunner:
         if isinstance(event, ev.AssistantMessage):
             active.tokens_in += event.usage.input_tokens
             active.tokens_out += event.usage.output_tokens
-        active.activity.feed(event)
+        if active.activity.feed(event):
+            self._bus.publish(RunStepAdded(active.task_id, active.run_id))
         if isinstance(event, ev.TurnEnded):
             if event.outcome == "error":
                 active.error = event.error

@@ -359,7 +359,7 @@ class TaskService:
                 state=r.state,
                 outcome=r.outcome,
                 error=r.error,
-                steps=len(r.activity),
+                steps=len(live) if (live := self.runner.live_steps(r.id)) is not None else len(r.activity),
                 tokens_in=r.tokens_in,
                 tokens_out=r.tokens_out,
                 queued_at=r.queued_at,
@@ -396,7 +396,8 @@ class TaskService:
         run = await self._db.read(lambda s: run_rows.get_run(s, run_id))
         if run is None or run.task_id != task_id:
             raise NotFoundError("run", run_id)
-        return list(run.activity)
+        live = self.runner.live_steps(run_id)
+        return live if live is not None else list(run.activity)
 
     # ---- model-facing tools (TaskCommands) ----------------------------------------------------------
 

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from core.clock import FakeClock
+from core.events import RunStepAdded
 from core.host import Host
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.integration.host_fixtures import make_host, running_api
@@ -436,3 +437,33 @@ async def test_a_pushed_result_takes_the_message_shape_one_line_at_most_300_char
             delivery_id="r_shape:result", bot_id=bot, conversation_id=cid, purpose="result", text=long_text
         )
         assert not again and len(await messages(client, cid)) == 1  # a stable id is sent once
+
+
+async def test_a_working_runs_steps_are_readable_live_before_its_turn_ends(
+    host: Host, script: SessionScript
+) -> None:
+    script.add("Count files", [bash("echo counting"), Reply.hang()])
+    steps, unsubscribe = host.bus.queue(lambda e: isinstance(e, RunStepAdded))
+    async with running_api(host) as client:
+        task = await new_task(client, "Count files")
+        await wait_until(
+            host.bus,
+            lambda: _tool_done(host, task["id"]),  # re-checked after every event
+            timeout=10,
+            what="the shell step shows while the turn still runs",
+        )
+        detail = await get_task(client, task["id"])
+        run = detail["runs"][0]
+        assert run["state"] == "running"
+        assert run["steps"] >= 2  # the model's call and the shell tool, before any turn ended
+        activity = await host.tasks.run_activity(task["id"], run["id"])
+        assert any("echo counting" in str(step.get("title")) for step in activity)
+        assert (await steps.get()).task_id == task["id"]
+        await client.post(f"/api/tasks/{task['id']}/stop")
+    unsubscribe()
+
+
+async def _tool_done(host: Host, task_id: str) -> bool:
+    run_id = host.tasks.runner.active_run(task_id)
+    live = host.tasks.runner.live_steps(run_id) if run_id else None
+    return bool(live) and any(step.get("kind") == "tool" for step in live or [])
