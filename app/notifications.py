@@ -20,6 +20,9 @@ from app.notification_gate import Notice, NotificationGate
 from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
 from core.bots.facade import BotFacade
+from core.clock import Clock, SystemClock
+from core.delivery.outbox import local_zone
+from core.delivery.policy import QuietHours
 from core.store.deliveries import DeliveryRecord
 from ui.assets import icon_path
 from ui.async_calls import AsyncCalls
@@ -104,6 +107,7 @@ class Notifications:
         opener: ItemOpener,
         window_focused: Callable[[], bool],
         raise_window: Callable[[], None],
+        clock: Clock | None = None,
     ) -> None:
         self._attention = attention
         self._bots = bots
@@ -111,6 +115,7 @@ class Notifications:
         self._notifier = notifier
         self._opener = opener
         self._raise_window = raise_window
+        self._clock: Clock = clock or SystemClock()
         self.gate = NotificationGate(window_focused)
         self._calls = AsyncCalls()
         self._names: dict[str, str] = {}
@@ -143,6 +148,10 @@ class Notifications:
         if notice is not None:
             self._calls.start(self._send(notice))
 
+    async def drain(self) -> None:
+        """Wait for the notifications being decided or sent now (tests)."""
+        await self._calls.wait_all()
+
     def shutdown(self) -> None:
         if self._started:
             self._started = False
@@ -161,6 +170,10 @@ class Notifications:
             self._calls.start(self._send(notice))
 
     async def _send(self, notice: Notice) -> None:
+        if notice.kind == "needs_you" and await self._quiet_now(notice.bot_id):
+            # The badge and the page carry it; results never get here in quiet hours (the outbox holds them).
+            log.info("not ringing for %s: the bot's quiet hours", notice.key)
+            return
         name = await self._bot_name(notice.bot_id)
         if notice.kind == "needs_you":
             title = t("notify.needs_you", bot=name)
@@ -176,6 +189,13 @@ class Notifications:
             self._opener.show_needs_you()
         else:
             self._opener.open_attention(notice.task_id, notice.conversation_id)
+
+    async def _quiet_now(self, bot_id: str) -> bool:
+        try:
+            bot = await self._bots.get(bot_id)
+        except Exception:
+            return False
+        return QuietHours(bot.quiet_start, bot.quiet_end).contains(self._clock.time(), local_zone())
 
     def _forget_names(self) -> None:
         self._names = {}  # a bot was renamed or added: read the names again at the next notification

@@ -49,6 +49,11 @@ class AsyncCalls:
     def pending(self) -> int:
         return len(self._tasks)
 
+    async def wait_all(self) -> None:
+        """Wait until every call started so far has finished (failures are handled as usual)."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
+
     def cancel_all(self) -> None:
         for task in list(self._tasks):
             task.cancel()

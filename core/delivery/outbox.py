@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
@@ -41,17 +43,25 @@ Delivered = Callable[[DeliveryRecord], Awaitable[None]]
 
 
 def local_zone() -> str:
-    """The system's IANA zone name; UTC when it cannot be told."""
-    try:
-        from datetime import datetime
+    """The system's IANA zone name (quiet hours are local wall-clock times); UTC when it cannot be told.
 
-        tz = datetime.now().astimezone().tzinfo
-        name = getattr(tz, "key", None)
-        if isinstance(name, str):
+    `datetime.now().astimezone()` gives only a fixed offset without a name, which would get DST wrong, so
+    the name comes from $TZ, the /etc/localtime link, or /etc/timezone (Debian), in that order."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    with contextlib.suppress(OSError):
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    with contextlib.suppress(OSError):
+        candidates.append(Path("/etc/timezone").read_text(encoding="utf-8").strip())
+    for name in candidates:
+        if not name:
+            continue
+        try:
             ZoneInfo(name)
-            return name
-    except Exception:
-        pass
+        except (ValueError, KeyError, OSError):
+            continue
+        return name
     return "UTC"
 
 

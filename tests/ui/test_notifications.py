@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from pytestqt.qtbot import QtBot
 
 from app.notifications import DesktopNotifierSender, Notifications
 from core.attention.items import AttentionItem
+from core.bots.views import BotUpdate
+from core.clock import FakeClock
+from core.delivery.outbox import local_zone
 from core.store.deliveries import DeliveryRecord
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
@@ -55,7 +60,8 @@ def setup(
     qtbot.addWidget(window)
     window.show()
     bots = FakeBotFacade()
-    bots.add("天天", bot_id="bot-1")
+    # No quiet hours: whether a test rings must not depend on the hour it runs at.
+    bots.add("天天", bot_id="bot-1", quiet_start="00:00", quiet_end="00:00")
     notifier = FakeNotifier()
     focus = Focus()
     made = Setup(window, attention, notifier, focus)
@@ -210,3 +216,34 @@ async def test_the_real_sender_counts_a_dispatched_notification() -> None:
     sender._notifier = Dispatching()
     assert await sender.send("t", "b", lambda: None) is True
     assert fell_back == []
+
+
+async def test_a_question_in_the_bots_quiet_hours_doesnt_ring(
+    qtbot: QtBot, facade: FakeChatFacade, bridge: EventBridge, attention: FakeAttentionFacade
+) -> None:
+    clock = FakeClock()
+    local = datetime.fromtimestamp(clock.time(), ZoneInfo(local_zone()))
+    quiet_from = (local - timedelta(hours=1)).strftime("%H:%M")
+    quiet_to = (local + timedelta(hours=1)).strftime("%H:%M")
+    bots = FakeBotFacade()
+    bots.add("天天", bot_id="bot-1", quiet_start=quiet_from, quiet_end=quiet_to)
+    notifier = FakeNotifier()
+    read = asyncio.Event()
+    notifications = Notifications(
+        attention, bots, bridge, notifier, MainWindow(facade, bridge), lambda: False, lambda: None, clock
+    )
+    notifications.on_items(lambda _items: read.set())
+    await notifications.start()
+
+    attention.add_question("Flights", "Window or aisle?")
+    read.clear()
+    await asyncio.wait_for(read.wait(), 5)
+    await notifications.drain()
+    assert notifier.sent == []
+
+    # Outside its quiet hours the next item rings.
+    await bots.update("bot-1", BotUpdate(quiet_start="00:00", quiet_end="00:00"))
+    attention.add_failed_task("Old build", "gone")
+    await asyncio.wait_for(notifier.changed.wait(), 5)
+    assert [n.body for n in notifier.sent] == ["Old build:gone"]
+    notifications.shutdown()
