@@ -1,0 +1,157 @@
+"""Render the first-run card, the bot settings and the app settings to PNG files, in both schemes.
+
+    .venv/bin/python -m bench.render_settings [OUT_DIR] [--lang zh|en]
+
+Runs offscreen on in-memory fakes. For both schemes it writes into OUT_DIR (default /tmp/errand-shots):
+first-run-<scheme>-<lang>.png (the card with the presets, a local Ollama among them),
+first-run-failed-<scheme>-<lang>.png (a failed 测试连接 and a missing key),
+bot-settings-<scheme>-<lang>.png (a configured bot: stored key, quiet hours, a passed connection test),
+bot-settings-refused-<scheme>-<lang>.png (a refused field under its row, quiet hours off, paused),
+app-settings-<scheme>-<lang>.png (language changed, so 「重启后生效」 shows) and
+new-task-<scheme>-<lang>.png (two bots, a refusal under the form).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import argparse
+import asyncio
+from pathlib import Path
+
+import qasync
+from PySide6.QtWidgets import QApplication, QWidget
+
+from core.bots.views import ConnectionCheck, ModelPreset
+from core.errors import ConflictError, InvalidInputError
+from tests.fakes.fake_bots import FakeBotFacade
+from ui import i18n, theme
+from ui.app_settings import AppSettingsDialog
+from ui.bot_settings import BotSettingsDialog
+from ui.first_run import FirstRunCard
+from ui.new_task_dialog import NewTaskDialog
+
+OLLAMA = ModelPreset(
+    "ollama",
+    "Ollama(本机)",
+    "http://127.0.0.1:11434/v1",
+    "qwen2.5:7b",
+    needs_key=False,
+    local=True,
+    models=("qwen2.5:7b", "llama3.1:8b"),
+)
+
+
+async def settle() -> None:
+    # Let queued calls finish and layouts settle before grabbing.
+    for _ in range(15):
+        await asyncio.sleep(0.02)
+
+
+def grab(widget: QWidget, out_dir: Path, name: str, scheme: str, lang: str) -> Path:
+    path = out_dir / f"{name}-{scheme}-{lang}.png"
+    widget.grab().save(str(path))
+    return path
+
+
+async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i18n.Language) -> list[Path]:
+    i18n.use_language(lang)
+    theme.apply_theme(app, scheme)
+    zh = lang == "zh"
+    paths: list[Path] = []
+
+    bots = FakeBotFacade()
+    bots.presets.append(OLLAMA)
+    fresh = bots.add("Errand", configured=False, avatar="teal")
+    card = FirstRunCard(bots, fresh.id)
+    card.resize(860, 640)
+    card.show()
+    await card.load()
+    await settle()
+    paths.append(grab(card, out_dir, "first-run", scheme, lang))
+    bots.connection = ConnectionCheck(
+        ok=False, message="密钥不对:服务器说 401,请检查密钥" if zh else "The key was refused (401); check it"
+    )
+    card.pick("openai")
+    card.test_connection()
+    await settle()
+    card.save()
+    await settle()
+    paths.append(grab(card, out_dir, "first-run-failed", scheme, lang))
+    card.close()
+
+    bots.connection = ConnectionCheck(ok=True, message="连接正常" if zh else "Connected", latency_ms=182.0)
+    bot = bots.add("天天" if zh else "Tiantian", avatar="violet", quiet_start="22:00", quiet_end="08:00")
+    dialog = BotSettingsDialog(bots, bot.id)
+    dialog.resize(600, 1040)
+    dialog.show()
+    await dialog.load()
+    dialog.test_connection()
+    await settle()
+    paths.append(grab(dialog, out_dir, "bot-settings", scheme, lang))
+    dialog.quiet_off.setChecked(True)
+    dialog.paused_switch.setChecked(True)
+    dialog.slots_input.setCurrentIndex(3)
+    dialog.key_input.setText("sk-new")
+    bots.update_error = InvalidInputError("taskSlots", "must be between 1 and 3")
+    dialog.save()
+    await settle()
+    paths.append(grab(dialog, out_dir, "bot-settings-refused", scheme, lang))
+    bots.update_error = None
+    dialog.reject()
+
+    prefs = AppSettingsDialog(bots, lambda _on: None, app)
+    prefs.show()
+    await prefs.load()
+    prefs.language_combo.setCurrentIndex(prefs.language_combo.findData("en" if zh else "zh"))
+    prefs.autostart_switch.setChecked(True)
+    await settle()
+    paths.append(grab(prefs, out_dir, "app-settings", scheme, lang))
+    prefs.reject()
+
+    async def refuse(_bot: str, _title: str, _brief: str) -> object:
+        raise ConflictError(
+            "天天 已经有 10 个进行中的任务,先停掉或做完一个。"
+            if zh
+            else "Tiantian already has 10 open tasks; stop or finish one first."
+        )
+
+    new_task = NewTaskDialog(refuse, await bots.list(), bot.id)
+    new_task.show()
+    new_task.title_input.setText("GPU 价格调研" if zh else "GPU prices")
+    new_task.brief_input.setPlainText(
+        "调研三家云的 GPU 价格,整理成一张表" if zh else "Compare GPU prices across three clouds"
+    )
+    new_task.submit()
+    await settle()
+    paths.append(grab(new_task, out_dir, "new-task", scheme, lang))
+    new_task.reject()
+    return paths
+
+
+async def render_all(app: QApplication, out_dir: Path, lang: i18n.Language) -> list[Path]:
+    paths = []
+    for scheme in ("light", "dark"):
+        paths.extend(await render(app, out_dir, scheme, lang))
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("out_dir", nargs="?", default="/tmp/errand-shots", type=Path)
+    parser.add_argument("--lang", choices=["zh", "en"], default="zh")
+    args = parser.parse_args()
+    app = QApplication.instance() or QApplication([])
+    assert isinstance(app, QApplication)
+    app.setQuitOnLastWindowClosed(False)  # each shot closes its window; the run must go on
+    lang: i18n.Language = "zh" if args.lang == "zh" else "en"
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
+        for path in runner.run(render_all(app, args.out_dir, lang)):
+            print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""App settings: language, theme and start at login, saved through `PreferencesFacade`.
+
+    外观        语言   [跟随系统 ▾]   重启后生效 (only once changed)
+                主题   [跟随系统 ▾]   (applied at once, so the choice can be seen before saving)
+    启动        [开] 登录电脑时启动 Errand
+
+The theme is previewed live and put back on Cancel. Start at login is written by the injected `autostart`
+callable (app.autostart.set_start_at_login bound to the launch command, or a temp-dir stand-in in tests),
+off the loop thread; if it can't be done (another OS, a read-only folder) that is said under the switch
+and nothing is saved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import cast
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QApplication, QComboBox, QDialog, QHBoxLayout, QVBoxLayout, QWidget
+
+from core.errors import InvalidInputError
+from core.preferences import (
+    LANGUAGE_CHOICES,
+    THEME_CHOICES,
+    Preferences,
+    PreferencesFacade,
+    PreferencesUpdate,
+)
+from ui import theme
+from ui.answer_bar import reason
+from ui.async_calls import AsyncCalls
+from ui.bot_settings import Combo, FieldRow, Section, Switch, button, field_message, small_label
+from ui.i18n import t
+
+log = logging.getLogger(__name__)
+
+Autostart = Callable[[bool], None]
+
+
+def apply_theme_choice(app: QApplication, choice: str) -> None:
+    """「跟随系统」 follows the system scheme; 浅色 / 深色 pin one."""
+    picked: theme.Scheme | None = "light" if choice == "light" else "dark" if choice == "dark" else None
+    theme.apply_theme(app, picked)
+
+
+class AppSettingsDialog(QDialog):
+    """`saved(Preferences)` once the choices are stored (the dialog then closes)."""
+
+    saved = Signal(object)
+
+    def __init__(
+        self,
+        preferences: PreferencesFacade,
+        autostart: Autostart,
+        app: QApplication | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("settingsDialog")
+        self.setWindowTitle(t("settings.app.title"))
+        self.setModal(True)
+        self.resize(520, 360)
+        self._preferences = preferences
+        self._autostart = autostart
+        self._app = app or cast(QApplication, QApplication.instance())
+        self._loaded: Preferences | None = None
+        self._calls = AsyncCalls()
+
+        page = QWidget(self)
+        page.setObjectName("settingsPage")
+        self.rows: dict[str, FieldRow] = {}
+        column = QVBoxLayout(page)
+        column.setContentsMargins(24, 20, 24, 8)
+        column.setSpacing(18)
+        column.addWidget(self._build_look(page))
+        column.addWidget(self._build_start(page))
+        column.addStretch(1)
+
+        self.error = small_label("", "danger", "settingsFormError", self)
+        self.cancel_button = button(t("settings.cancel"), self)
+        self.cancel_button.clicked.connect(self.reject)
+        self.save_button = button(t("settings.save"), self, "primary")
+        self.save_button.setDefault(True)
+        self.save_button.setEnabled(False)  # until the preferences are read
+        self.save_button.clicked.connect(self.save)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.save_button)
+        foot = QVBoxLayout()
+        foot.setContentsMargins(24, 0, 24, 0)
+        foot.setSpacing(6)
+        foot.addWidget(self.error)
+        foot.addLayout(buttons)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 14)
+        outer.setSpacing(6)
+        outer.addWidget(page, 1)
+        outer.addLayout(foot)
+
+    def _build_look(self, page: QWidget) -> Section:
+        look = Section(t("settings.section.look"), page)
+        self.language_combo = Combo(look)
+        for lang in LANGUAGE_CHOICES:
+            self.language_combo.addItem(t(f"settings.language.{lang}"), lang)
+        self.language_combo.currentIndexChanged.connect(lambda _i: self._on_language())
+        self.theme_combo = Combo(look)
+        for scheme in THEME_CHOICES:
+            self.theme_combo.addItem(t(f"settings.theme.{scheme}"), scheme)
+        # `activated` is a person's pick only, so loading the stored choice doesn't re-style the app.
+        self.theme_combo.activated.connect(lambda _i: self._on_theme())
+        self.restart_note = small_label("", "muted", "restartNote", look)
+        language_line = QHBoxLayout()
+        language_line.setSpacing(10)
+        language_line.addWidget(self.language_combo)
+        language_line.addWidget(self.restart_note, 1)
+        theme_line = QHBoxLayout()
+        theme_line.addWidget(self.theme_combo)
+        theme_line.addStretch(1)
+        self.rows["language"] = FieldRow(t("settings.language"), language_line, parent=look)
+        self.rows["theme"] = FieldRow(t("settings.theme"), theme_line, parent=look)
+        look.add(self.rows["language"])
+        look.add(self.rows["theme"])
+        return look
+
+    def _build_start(self, page: QWidget) -> Section:
+        start = Section(t("settings.section.start"), page)
+        self.autostart_switch = Switch(t("settings.autostart.switch"), start)
+        self.rows["startAtLogin"] = FieldRow(
+            t("settings.autostart"), self.autostart_switch, t("settings.autostart.hint"), start
+        )
+        start.add(self.rows["startAtLogin"])
+        return start
+
+    async def load(self) -> None:
+        try:
+            prefs = await self._preferences.preferences()
+        except Exception as exc:
+            log.warning("cannot read preferences: %s", reason(exc))
+            self._say(t("settings.load_failed", reason=reason(exc)))
+            return
+        self._loaded = prefs
+        self._select(self.language_combo, prefs.language)
+        self._select(self.theme_combo, prefs.theme)
+        self.autostart_switch.setChecked(prefs.start_at_login)
+        self.restart_note.hide()
+        self.save_button.setEnabled(True)
+
+    # -- what a person does ------------------------------------------------------------------------------
+
+    def changes(self) -> PreferencesUpdate:
+        loaded = self._loaded
+        assert loaded is not None
+        chosen_language = str(self.language_combo.currentData())
+        chosen_theme = str(self.theme_combo.currentData())
+        start = self.autostart_switch.isChecked()
+        return PreferencesUpdate(
+            language=chosen_language if chosen_language != loaded.language else None,
+            theme=chosen_theme if chosen_theme != loaded.theme else None,
+            start_at_login=start if start != loaded.start_at_login else None,
+        )
+
+    def save(self) -> None:
+        if self._loaded is None or not self.save_button.isEnabled():
+            return
+        for row in self.rows.values():
+            row.clear_error()
+        self.error.hide()
+        changes = self.changes()
+        if changes == PreferencesUpdate():
+            self.accept()
+            return
+        self.save_button.setEnabled(False)
+        self.save_button.setText(t("settings.saving"))
+        self._calls.start(self._store(changes), done=self._saved, failed=self._failed)
+
+    async def _store(self, changes: PreferencesUpdate) -> Preferences:
+        if changes.start_at_login is not None:
+            # A small file write, but still disk I/O: kept off the loop thread like all blocking work.
+            await asyncio.to_thread(self._autostart, changes.start_at_login)
+        return await self._preferences.update_preferences(changes)
+
+    # -- answers ---------------------------------------------------------------------------------------
+
+    def _saved(self, prefs: Preferences) -> None:
+        self._loaded = prefs
+        self.save_button.setEnabled(True)
+        self.save_button.setText(t("settings.save"))
+        self.saved.emit(prefs)
+        self.accept()
+
+    def _failed(self, exc: Exception) -> None:
+        self.save_button.setEnabled(True)
+        self.save_button.setText(t("settings.save"))
+        if isinstance(exc, NotImplementedError):
+            log.info("start at login unavailable: %s", exc)
+            self.rows["startAtLogin"].show_error(t("settings.autostart.unsupported"))
+        elif isinstance(exc, OSError):
+            self.rows["startAtLogin"].show_error(t("settings.autostart.failed", reason=str(exc)))
+        elif isinstance(exc, InvalidInputError) and exc.field in self.rows:
+            self.rows[exc.field].show_error(field_message(exc))
+        else:
+            log.warning("saving preferences failed: %s", reason(exc))
+            self._say(t("settings.save_failed", reason=reason(exc)))
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def _on_language(self) -> None:
+        changed = self._loaded is not None and self.language_combo.currentData() != self._loaded.language
+        self.restart_note.setText(t("settings.language.restart") if changed else "")
+        self.restart_note.setVisible(changed)
+
+    def _on_theme(self) -> None:
+        apply_theme_choice(self._app, str(self.theme_combo.currentData()))
+
+    def _select(self, combo: QComboBox, value: str) -> None:
+        index = combo.findData(value)
+        combo.setCurrentIndex(max(index, 0))
+
+    def _say(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.show()
+
+    # -- closing ---------------------------------------------------------------------------------------
+
+    def reject(self) -> None:
+        # The theme was only previewed: put back the one that is stored.
+        if self._loaded is not None and self.theme_combo.currentData() != self._loaded.theme:
+            apply_theme_choice(self._app, self._loaded.theme)
+        super().reject()
+
+    def done(self, result: int) -> None:
+        self._calls.cancel_all()
+        super().done(result)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self._calls.cancel_all()
+        super().closeEvent(event)
