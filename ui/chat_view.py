@@ -217,6 +217,11 @@ class ChatView(QWidget):
     def focus_composer(self) -> None:
         self.composer.focus_input()
 
+    def add_header_widget(self, widget: QWidget) -> None:
+        """Put a control at the right end of the header (the window's ⓘ for the bot's info panel)."""
+        widget.setParent(self._header)
+        self._header_layout.addWidget(widget, 0, Qt.AlignmentFlag.AlignVCenter)
+
     def shutdown(self) -> None:
         self._messages.reset()
         self._calls.cancel_all()

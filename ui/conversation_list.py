@@ -1,7 +1,10 @@
-"""The sidebar's conversations, most recent first: title, last line, and a dot plus 处理中 while busy."""
+"""The sidebar's list: conversations, most recent first (title, last line, and a dot plus 处理中 while
+busy), grouped under a row per bot once the window knows its bots (`ui.bot_list`): the bot's avatar with
+its state ring and its activity line. The search box narrows it as you type."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import (
@@ -26,11 +29,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.bots.views import BotActivity, BotView
 from core.chat.views import ConversationView
 from ui import formatting, theme
+from ui.bot_list import BotEntry, idle, paint_bot_row, row_height
 from ui.i18n import t
+from ui.sidebar_search import matches
 
 ConversationRole = Qt.ItemDataRole.UserRole + 1
+BotRole = Qt.ItemDataRole.UserRole + 2
+IndentRole = Qt.ItemDataRole.UserRole + 3  # a conversation listed under its bot's row
+# Under a bot's row, a conversation's title lines up with the bot's name.
+BOT_INDENT = 38
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -44,37 +54,84 @@ def one_line(text: str) -> str:
 
 
 class ConversationListModel(QAbstractListModel):
+    """Conversations, most recent first; with bots, grouped under a row per bot (in the bots' order, the
+    conversations of a bot the list doesn't know last). A filter keeps what matches the search box."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._rows: list[ConversationView] = []
+        self._conversations: list[ConversationView] = []
+        self._bots: list[BotView] = []
+        self._activity: dict[str, BotActivity] = {}
+        self._query = ""
+        self._rows: list[ConversationView | BotEntry] = []
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's own signature
         return 0 if parent.isValid() else len(self._rows)
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        if isinstance(self._rows[index.row()], BotEntry):
+            return Qt.ItemFlag.ItemIsEnabled  # a bot's row opens its panel; only conversations are chosen
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         row = self._rows[index.row()]
+        if isinstance(row, BotEntry):
+            if role == Qt.ItemDataRole.DisplayRole:
+                return row.bot.name
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return row.line or None
+            if role == BotRole:
+                return row
+            return None
         if role == Qt.ItemDataRole.DisplayRole:
             return display_title(row)
         if role == Qt.ItemDataRole.ToolTipRole:
             return one_line(row.last_line)[:300] or None
         if role == ConversationRole:
             return row
+        if role == IndentRole:
+            return bool(self._bots) and row.bot_id in {bot.id for bot in self._bots}
         return None
 
     def conversations(self) -> list[ConversationView]:
-        return list(self._rows)
+        return list(self._conversations)
+
+    def bot_entries(self) -> list[BotEntry]:
+        return [row for row in self._rows if isinstance(row, BotEntry)]
+
+    def conversation(self, conversation_id: str) -> ConversationView | None:
+        """Shown or filtered out by the search."""
+        return next((c for c in self._conversations if c.id == conversation_id), None)
 
     def row_of(self, conversation_id: str) -> int:
         for i, row in enumerate(self._rows):
-            if row.id == conversation_id:
+            if isinstance(row, ConversationView) and row.id == conversation_id:
                 return i
         return -1
 
     def set_conversations(self, conversations: list[ConversationView]) -> None:
-        rows = sorted(conversations, key=lambda c: c.updated_at, reverse=True)
-        if [r.id for r in rows] == [r.id for r in self._rows]:
+        self._conversations = sorted(conversations, key=lambda c: c.updated_at, reverse=True)
+        self._rebuild()
+
+    def set_bots(self, bots: list[BotView]) -> None:
+        self._bots = list(bots)
+        self._rebuild()
+
+    def set_activity(self, activity: list[BotActivity]) -> None:
+        self._activity = {a.bot_id: a for a in activity}
+        self._rebuild()
+
+    def set_query(self, query: str) -> None:
+        self._query = query
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        rows = self._grouped()
+        if [_key(r) for r in rows] == [_key(r) for r in self._rows]:
             # Same rows in the same order: repaint in place so selection and scroll stay put.
             self._rows = rows
             if rows:
@@ -84,6 +141,34 @@ class ConversationListModel(QAbstractListModel):
         self._rows = rows
         self.endResetModel()
 
+    def _grouped(self) -> list[ConversationView | BotEntry]:
+        query = self._query
+
+        def kept(c: ConversationView) -> bool:
+            return matches(query, display_title(c), c.last_line)
+
+        if not self._bots:
+            return [c for c in self._conversations if kept(c)]
+        rows: list[ConversationView | BotEntry] = []
+        known = {bot.id for bot in self._bots}
+        for bot in self._bots:
+            entry = BotEntry(bot, self._activity.get(bot.id) or idle(bot.id))
+            own = [c for c in self._conversations if c.bot_id == bot.id]
+            if matches(query, bot.name, entry.line):
+                shown = own  # the bot itself was looked for: all of its conversations come with it
+            else:
+                shown = [c for c in own if kept(c)]
+                if not shown:
+                    continue
+            rows.append(entry)
+            rows.extend(shown)
+        rows.extend(c for c in self._conversations if c.bot_id not in known and kept(c))
+        return rows
+
+
+def _key(row: ConversationView | BotEntry) -> tuple[str, str]:
+    return ("bot", row.bot.id) if isinstance(row, BotEntry) else ("conversation", row.id)
+
 
 class ConversationDelegate(QStyledItemDelegate):
     PAD_X = 12
@@ -92,16 +177,23 @@ class ConversationDelegate(QStyledItemDelegate):
     GAP = 3
 
     def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
+        if isinstance(index.data(BotRole), BotEntry):
+            return QSize(200, row_height())
         title = QFontMetrics(theme.font("strong"))
         small = QFontMetrics(theme.font("small"))
         return QSize(200, self.PAD_Y * 2 + title.height() + self.GAP + small.height())
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
+        entry = index.data(BotRole)
+        if isinstance(entry, BotEntry):
+            paint_bot_row(painter, option.rect, entry, bool(option.state & QStyle.StateFlag.State_MouseOver))
+            return
         row = index.data(ConversationRole)
         if not isinstance(row, ConversationView):
             return
         c = theme.colors()
-        rect: QRect = option.rect.adjusted(self.INSET, 2, -self.INSET, -2)
+        indent = BOT_INDENT if index.data(IndentRole) else 0
+        rect: QRect = option.rect.adjusted(self.INSET + indent, 2, -self.INSET, -2)
         state = option.state
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -154,6 +246,8 @@ class ConversationDelegate(QStyledItemDelegate):
 
 class ConversationList(QListView):
     conversationSelected = Signal(str)
+    # A bot's row was clicked: the window opens that bot's info panel.
+    botActivated = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -164,13 +258,13 @@ class ConversationList(QListView):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
-        self.setUniformItemSizes(True)
         self.setMouseTracking(True)
         self.viewport().setAttribute(Qt.WidgetAttribute.WA_Hover)
         self.setFrameShape(QListView.Shape.NoFrame)
         self._current: str | None = None
         self._quiet = False
         self.selectionModel().currentChanged.connect(self._on_current_changed)
+        self.clicked.connect(self._on_clicked)
 
     @property
     def current_id(self) -> str | None:
@@ -180,13 +274,34 @@ class ConversationList(QListView):
         return self._model.conversations()
 
     def conversation(self, conversation_id: str) -> ConversationView | None:
-        row = self._model.row_of(conversation_id)
-        return self._model.conversations()[row] if row >= 0 else None
+        return self._model.conversation(conversation_id)
+
+    def bot_entries(self) -> list[BotEntry]:
+        """The bots' rows as shown, top to bottom (tests read this, people see it)."""
+        return self._model.bot_entries()
+
+    def shown_titles(self) -> list[str]:
+        """Every row's text as shown: bot names and conversation titles, top to bottom."""
+        model = self._model
+        return [str(model.index(row).data()) for row in range(model.rowCount())]
 
     def set_conversations(self, conversations: list[ConversationView]) -> None:
+        self._keeping(lambda: self._model.set_conversations(conversations))
+
+    def set_bots(self, bots: list[BotView]) -> None:
+        self._keeping(lambda: self._model.set_bots(bots))
+
+    def set_activity(self, activity: list[BotActivity]) -> None:
+        self._keeping(lambda: self._model.set_activity(activity))
+
+    def set_query(self, query: str) -> None:
+        self._keeping(lambda: self._model.set_query(query))
+
+    def _keeping(self, change: Callable[[], None]) -> None:
+        """Change the rows, keeping the chosen conversation marked (without announcing it again)."""
         self._quiet = True
         try:
-            self._model.set_conversations(conversations)
+            change()
             if self._current is not None:
                 self._mark(self._current)
         finally:
@@ -209,6 +324,11 @@ class ConversationList(QListView):
             return
         index = self._model.index(row)
         self.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+
+    def _on_clicked(self, index: QModelIndex) -> None:
+        entry = index.data(BotRole)
+        if isinstance(entry, BotEntry):
+            self.botActivated.emit(entry.bot.id)
 
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if self._quiet or not current.isValid():

@@ -1,10 +1,13 @@
-"""The desktop window: conversations on the left, the chosen conversation on the right.
+"""The desktop window: the sidebar on the left, the chosen conversation (or a task pane) on the right.
 
-With a TaskFacade, the sidebar also has 任务 (under 新对话): the right pane then shows the task list, and a
-task's detail opens there from the list or from a reply's task chip; ‹ goes back.
+The sidebar, top to bottom: 新对话 and 任务, the search box (it narrows the list as you type), a
+「需要你  N」 row while something waits for the person (none when nothing does), then the list: with a
+BotFacade, each bot's row (avatar with its state ring, name, activity line) over its conversations; a small
+gear at the bottom asks for the settings of the bot shown (`settingsRequested(bot_id)`).
 
-With an AttentionFacade, a 「需要你  N」 row sits under them while something waits for the person (none when
-nothing does); it opens the needs-you page, whose 打开 shows the task (or the conversation) in the same pane.
+With a TaskFacade, 任务 shows the task list in the right pane, and a task's detail opens there from the
+list, from a reply's task chip, or from needs-you; ‹ goes back. With a BotFacade, the chat header's ⓘ opens
+the bot's info panel beside the chat (`ui.bot_panel`), where a task opens in place.
 
 Everything it shows is read through the facades and re-read when the EventBridge says something changed.
 Reads and commands run as tasks on the qasync loop; no slot ever waits for the core.
@@ -16,17 +19,30 @@ import asyncio
 import contextlib
 import logging
 
-from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import QMainWindow, QPushButton, QSplitter, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QMainWindow,
+    QMenu,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
+from core.bots.facade import BotFacade
+from core.bots.views import BotActivity, BotView
 from core.chat.facade import ChatFacade
 from core.chat.views import ConversationView
 from core.tasks.facade import TaskFacade
 from ui import theme
 from ui.async_calls import AsyncCalls
+from ui.bot_panel import PANEL_WIDTH, BotPanel
 from ui.bridge import EventBridge
 from ui.chat_view import ChatView
 from ui.conversation_list import ConversationList
@@ -34,15 +50,26 @@ from ui.i18n import language, t
 from ui.icons import tinted_icon
 from ui.needs_you import NeedsYouButton, NeedsYouView
 from ui.reloader import Reloader
+from ui.sidebar_search import SidebarSearch
 from ui.task_detail import TaskDetailView
 from ui.task_list import TaskListView
 
 log = logging.getLogger(__name__)
 
 SIDEBAR_WIDTH = 272
+# Bot activity follows tasks, needs-you and replies, which change many times a second while work streams;
+# the avatars only need to catch up a few times a second.
+ACTIVITY_COALESCE_MS = 200
 
 
 class MainWindow(QMainWindow):
+    # The gear at the bottom of the sidebar: the settings of this bot ('' when no bot is known yet).
+    settingsRequested = Signal(str)
+    # The gear's menu: the app's own settings (language, theme, start at login).
+    appSettingsRequested = Signal()
+    # 新任务 (the tasks view's header, or `new_task()`): the app opens its new-task dialog.
+    newTaskRequested = Signal()
+
     def __init__(
         self,
         facade: ChatFacade,
@@ -50,6 +77,7 @@ class MainWindow(QMainWindow):
         parent: QWidget | None = None,
         tasks: TaskFacade | None = None,
         attention: AttentionFacade | None = None,
+        bots: BotFacade | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
@@ -64,11 +92,17 @@ class MainWindow(QMainWindow):
         )
 
         self._attention: Reloader[list[AttentionItem]] | None = None
+        self._bots = bots
+        self._bot_views: list[BotView] = []
+        self._activity: dict[str, BotActivity] = {}
+        self._first_run: QWidget | None = None
         sidebar = self._build_sidebar(tasks is not None)
         self.chat_view = ChatView(facade, self, attention=attention)
         self.pane = QStackedWidget(self)
         self.pane.setObjectName("mainPane")
         self.pane.addWidget(self.chat_view)
+        self.bot_panel: BotPanel | None = None
+        self.panel_button: QToolButton | None = None
         self.task_list: TaskListView | None = None
         self.task_detail: TaskDetailView | None = None
         if tasks is not None:
@@ -77,6 +111,25 @@ class MainWindow(QMainWindow):
         if attention is not None:
             self._build_needs_you(attention, bridge)
 
+        self._splitter = self._build_splitter(sidebar)
+        self._bot_list: Reloader[list[BotView]] | None = None
+        self._bot_activity: Reloader[list[BotActivity]] | None = None
+        self._activity_timer = QTimer(self)
+        self._activity_timer.setSingleShot(True)
+        self._activity_timer.setInterval(ACTIVITY_COALESCE_MS)
+        self._activity_timer.timeout.connect(self.reload_activity)
+        if bots is not None:
+            self._build_bots(bots, tasks, attention, bridge)
+        self._splitter.setSizes([SIDEBAR_WIDTH, 1080 - SIDEBAR_WIDTH])
+        self.setCentralWidget(self._splitter)
+
+        bridge.conversationsChanged.connect(self._on_conversations_changed)
+        bridge.messagesChanged.connect(self.chat_view.on_messages_changed)
+        bridge.liveReplyChanged.connect(self.chat_view.on_live_reply_changed)
+        bridge.taskChanged.connect(self.chat_view.on_task_changed)
+        QShortcut(QKeySequence.StandardKey.New, self, self.new_conversation)
+
+    def _build_splitter(self, sidebar: QWidget) -> QSplitter:
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.setObjectName("mainSplitter")
         splitter.setChildrenCollapsible(False)
@@ -87,14 +140,7 @@ class MainWindow(QMainWindow):
         splitter.setStretchFactor(1, 1)
         sidebar.setMinimumWidth(200)
         sidebar.setMaximumWidth(420)
-        splitter.setSizes([SIDEBAR_WIDTH, 1080 - SIDEBAR_WIDTH])
-        self.setCentralWidget(splitter)
-
-        bridge.conversationsChanged.connect(self._on_conversations_changed)
-        bridge.messagesChanged.connect(self.chat_view.on_messages_changed)
-        bridge.liveReplyChanged.connect(self.chat_view.on_live_reply_changed)
-        bridge.taskChanged.connect(self.chat_view.on_task_changed)
-        QShortcut(QKeySequence.StandardKey.New, self, self.new_conversation)
+        return splitter
 
     def _build_sidebar(self, with_tasks: bool) -> QWidget:
         sidebar = QWidget(self)
@@ -115,10 +161,14 @@ class MainWindow(QMainWindow):
         self.needs_you_button = NeedsYouButton(sidebar)
         self.needs_you_button.clicked.connect(lambda _checked: self.show_needs_you())
         self.needs_you_button.hide()  # only while something waits (and only with an AttentionFacade)
+        self.search = SidebarSearch(sidebar)
         self.conversation_list = ConversationList(sidebar)
         self.conversation_list.conversationSelected.connect(self._on_selected)
+        self.conversation_list.botActivated.connect(self.show_bot_panel)
+        self.search.queryChanged.connect(self.conversation_list.set_query)
         # A click on a conversation (even the selected one) brings the chat back from a task pane.
         self.conversation_list.clicked.connect(lambda _index: self.show_chat())
+        self.settings_button = self._build_settings_button(sidebar)
         side = QVBoxLayout(sidebar)
         side.setContentsMargins(0, 12, 0, 8)
         side.setSpacing(10)
@@ -127,22 +177,85 @@ class MainWindow(QMainWindow):
         button_row.setSpacing(6)
         button_row.addWidget(self.new_chat_button)
         button_row.addWidget(self.tasks_button)
+        button_row.addWidget(self.search)
         button_row.addWidget(self.needs_you_button)
         side.addLayout(button_row)
         side.addWidget(self.conversation_list, 1)
+        bottom = QHBoxLayout()
+        bottom.setContentsMargins(12, 0, 12, 0)
+        bottom.addWidget(self.settings_button)
+        bottom.addStretch(1)
+        side.addLayout(bottom)
         return sidebar
+
+    def _build_settings_button(self, sidebar: QWidget) -> QToolButton:
+        button = QToolButton(sidebar)
+        button.setObjectName("settingsButton")
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.setAutoRaise(True)
+        button.setIcon(tinted_icon("settings", theme.colors().muted))
+        button.setToolTip(t("sidebar.settings"))
+        button.setAccessibleName(t("sidebar.settings"))
+        # A click opens the shown bot's settings; the arrow offers the app's settings too.
+        menu = QMenu(button)
+        menu.addAction(t("sidebar.bot_settings"), lambda: self.settingsRequested.emit(self.current_bot_id()))
+        menu.addAction(t("sidebar.app_settings"), self.appSettingsRequested.emit)
+        button.setMenu(menu)
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+        button.clicked.connect(lambda _checked=False: self.settingsRequested.emit(self.current_bot_id()))
+        return button
+
+    def _build_bots(
+        self,
+        bots: BotFacade,
+        tasks: TaskFacade | None,
+        attention: AttentionFacade | None,
+        bridge: EventBridge,
+    ) -> None:
+        self._bot_list = Reloader(bots.list, self._apply_bots)
+        self._bot_activity = Reloader(lambda: bots.activity(lang=language()), self._apply_activity)
+        self.bot_panel = BotPanel(tasks, attention, self)
+        self.bot_panel.setMinimumWidth(260)
+        self.bot_panel.conversationOpened.connect(self.open_conversation)
+        self.bot_panel.attentionChanged.connect(self.reload_attention)
+        self.bot_panel.closeRequested.connect(lambda: self.set_bot_panel_visible(False))
+        self.bot_panel.hide()
+        self._splitter.addWidget(self.bot_panel)
+        self._splitter.setStretchFactor(2, 0)
+        button = QToolButton()
+        button.setObjectName("botPanelButton")
+        button.setCheckable(True)
+        button.setAutoRaise(True)
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.setIcon(tinted_icon("info", theme.colors().muted))
+        button.setToolTip(t("panel.toggle"))
+        button.setAccessibleName(t("panel.toggle"))
+        button.toggled.connect(self.set_bot_panel_visible)
+        self.chat_view.add_header_widget(button)
+        self.panel_button = button
+        bridge.botsChanged.connect(self.reload_bots)
+        bridge.botsChanged.connect(self._activity_timer.start)
+        bridge.attentionChanged.connect(self._activity_timer.start)
+        bridge.taskChanged.connect(lambda _task_id: self._activity_timer.start())
+        bridge.conversationsChanged.connect(self._activity_timer.start)
+        bridge.taskChanged.connect(self.bot_panel.on_task_changed)
+        bridge.runStepAdded.connect(self.bot_panel.on_run_step)
 
     def _build_task_panes(self, tasks: TaskFacade, bridge: EventBridge) -> None:
         self.task_list = TaskListView(tasks, self.pane)
         self.task_list.backRequested.connect(self.show_chat)
         self.task_list.taskOpened.connect(lambda task_id: self.open_task(task_id, back_to="list"))
+        self.task_list.newTaskRequested.connect(self.new_task)
         self.task_detail = TaskDetailView(tasks, self.pane)
         self.task_detail.backRequested.connect(self._detail_back)
+        self.task_detail.conversationOpened.connect(self.open_conversation)
         self.pane.addWidget(self.task_list)
         self.pane.addWidget(self.task_detail)
         self.chat_view.taskOpened.connect(lambda task_id: self.open_task(task_id, back_to="chat"))
         bridge.taskChanged.connect(self.task_list.on_task_changed)
         bridge.taskChanged.connect(self.task_detail.on_task_changed)
+        # A working run's new steps: the open detail re-reads, so an unfolded 处理过程 grows live.
+        bridge.runStepAdded.connect(self.task_detail.on_task_changed)
 
     def _build_needs_you(self, attention: AttentionFacade, bridge: EventBridge) -> None:
         self.needs_you = NeedsYouView(attention, self.pane)
@@ -160,6 +273,9 @@ class MainWindow(QMainWindow):
         """Load the conversations (creating a first one if there is none) and show the selected one."""
         if self._attention is not None:
             self._attention.request()
+        if self._bot_list is not None:
+            self._bot_list.request()
+            self.reload_activity()
         await self._conversations.request()
         if not self.conversation_list.conversations():
             created = await self._facade.create_conversation()
@@ -173,9 +289,90 @@ class MainWindow(QMainWindow):
         self.new_chat_button.setEnabled(False)  # one click, one conversation
         self._calls.start(self._create_and_open())
 
+    def new_task(self) -> None:
+        """Ask the app for its new-task dialog (it owns it: the window only says the person wants one)."""
+        self.newTaskRequested.emit()
+
     def show_chat(self) -> None:
-        """The right pane shows the selected conversation again."""
+        """The right pane shows the selected conversation again (or the first-run card while one is set)."""
+        self._show_pane(self._first_run or self.chat_view)
+
+    def show_first_run(self, widget: QWidget) -> None:
+        """Show `widget` in place of the chat (the first-run card) until `hide_first_run`."""
+        if self._first_run is not None and self._first_run is not widget:
+            self.pane.removeWidget(self._first_run)
+        self._first_run = widget
+        if self.pane.indexOf(widget) < 0:
+            self.pane.addWidget(widget)
+        self._show_pane(widget)
+
+    def hide_first_run(self) -> None:
+        widget = self._first_run
+        self._first_run = None
+        if widget is not None:
+            self.pane.removeWidget(widget)
+            widget.hide()
         self._show_pane(self.chat_view)
+
+    def open_conversation(self, conversation_id: str) -> None:
+        """Choose a conversation and show it (a task's 来自, a needs-you row without a task)."""
+        if self.conversation_list.conversation(conversation_id) is None:
+            return
+        self.conversation_list.select(conversation_id)
+        self.show_chat()
+
+    def current_bot_id(self) -> str:
+        """The bot of the conversation shown; else the first (default) bot; '' before any is known."""
+        current = self.conversation_list.current_id
+        shown = self.conversation_list.conversation(current) if current else None
+        if shown is not None and shown.bot_id:
+            return shown.bot_id
+        return self._bot_views[0].id if self._bot_views else ""
+
+    def bot_view(self, bot_id: str) -> BotView | None:
+        return next((bot for bot in self._bot_views if bot.id == bot_id), None)
+
+    def show_bot_panel(self, bot_id: str = "") -> None:
+        """Open the info panel beside the chat, for `bot_id` (default: the bot of the shown conversation)."""
+        if self.bot_panel is None:
+            return
+        chosen = bot_id or self.current_bot_id()
+        self.bot_panel.set_bot(self.bot_view(chosen), self._activity.get(chosen))
+        self.show_chat()
+        self.set_bot_panel_visible(True)
+
+    def set_bot_panel_visible(self, visible: bool) -> None:
+        panel = self.bot_panel
+        if panel is None:
+            return
+        if self.panel_button is not None and self.panel_button.isChecked() != visible:
+            self.panel_button.setChecked(visible)  # toggles back into here
+            return
+        if visible:
+            if panel.bot_id is None:
+                chosen = self.current_bot_id()
+                panel.set_bot(self.bot_view(chosen), self._activity.get(chosen))
+            if panel.isHidden():
+                sizes = self._splitter.sizes()
+                panel.show()
+                self._splitter.setSizes([sizes[0], max(300, sizes[1] - PANEL_WIDTH), PANEL_WIDTH])
+            panel.open()
+        else:
+            panel.close_panel()
+            panel.hide()
+
+    def reload_bots(self) -> None:
+        if self._bot_list is not None:
+            with contextlib.suppress(RuntimeError):  # no running loop yet: refresh() reads them at start
+                self._bot_list.request()
+
+    def reload_activity(self) -> asyncio.Future[None] | None:
+        """Re-read every bot's activity; the future resolves once the avatars show it."""
+        if self._bot_activity is None:
+            return None
+        with contextlib.suppress(RuntimeError):
+            return self._bot_activity.request()
+        return None
 
     def show_tasks(self) -> None:
         """The right pane shows the task list (re-read now and on every task change while shown)."""
@@ -201,9 +398,8 @@ class MainWindow(QMainWindow):
         """A needs-you row's 打开: its task when it has one, else its conversation."""
         if task_id and self.task_detail is not None:
             self.open_task(task_id, back_to="needs")
-        elif conversation_id and self.conversation_list.conversation(conversation_id) is not None:
-            self.conversation_list.select(conversation_id)
-            self.show_chat()
+        elif conversation_id:
+            self.open_conversation(conversation_id)
 
     def reload_attention(self) -> asyncio.Future[None] | None:
         """Re-read the needs-you list (sidebar count and page); the future resolves once it is shown.
@@ -223,8 +419,13 @@ class MainWindow(QMainWindow):
 
     def shutdown(self) -> None:
         self._conversations.reset()
-        if self._attention is not None:
-            self._attention.reset()
+        with contextlib.suppress(RuntimeError):  # the window (and its timer) may be gone already
+            self._activity_timer.stop()
+        for reader in (self._attention, self._bot_list, self._bot_activity):
+            if reader is not None:
+                reader.reset()
+        if self.bot_panel is not None:
+            self.bot_panel.shutdown()
         if self.needs_you is not None:
             self.needs_you.shutdown()
         self._calls.cancel_all()
@@ -238,12 +439,31 @@ class MainWindow(QMainWindow):
         if event.type() == QEvent.Type.StyleChange:  # the scheme changed: re-tint the drawn icon
             self.new_chat_button.setIcon(tinted_icon("new-chat", theme.colors().muted))
             self.tasks_button.setIcon(tinted_icon("step-job", theme.colors().muted))
+            self.settings_button.setIcon(tinted_icon("settings", theme.colors().muted))
+            if self.panel_button is not None:
+                self.panel_button.setIcon(tinted_icon("info", theme.colors().muted))
         super().changeEvent(event)
 
     def _apply_attention(self, items: list[AttentionItem]) -> None:
         self.needs_you_button.set_count(len(items))
         if self.needs_you is not None:
             self.needs_you.set_items(items)
+        if self.bot_panel is not None:
+            self.bot_panel.set_attention_items(items)
+
+    def _apply_bots(self, bots: list[BotView]) -> None:
+        self._bot_views = list(bots)
+        self.conversation_list.set_bots(bots)
+        panel = self.bot_panel
+        if panel is not None and panel.bot_id is not None:
+            panel.set_bot(self.bot_view(panel.bot_id), self._activity.get(panel.bot_id))
+
+    def _apply_activity(self, activity: list[BotActivity]) -> None:
+        self._activity = {a.bot_id: a for a in activity}
+        self.conversation_list.set_activity(activity)
+        panel = self.bot_panel
+        if panel is not None and panel.bot_id is not None:
+            panel.set_activity(self._activity.get(panel.bot_id))
 
     def _attention_failed(self, exc: Exception) -> None:
         if self.needs_you is not None:
@@ -280,7 +500,13 @@ class MainWindow(QMainWindow):
             self.conversation_list.select(shown[0].id)
 
     def _on_selected(self, conversation_id: str) -> None:
-        self.chat_view.set_conversation(self.conversation_list.conversation(conversation_id))
+        conversation = self.conversation_list.conversation(conversation_id)
+        self.chat_view.set_conversation(conversation)
+        panel = self.bot_panel
+        if panel is not None and conversation is not None and panel.bot_id != conversation.bot_id:
+            bot = self.bot_view(conversation.bot_id)
+            if bot is not None:  # the panel follows the chosen conversation's bot
+                panel.set_bot(bot, self._activity.get(bot.id))
 
     def _detail_back(self) -> None:
         if self.task_detail is not None and self.task_detail.back_to == "list":
@@ -291,6 +517,14 @@ class MainWindow(QMainWindow):
             self.show_chat()
 
     def _show_pane(self, pane: QWidget) -> None:
+        if self.bot_panel is not None and self.panel_button is not None:
+            # The panel sits beside the chat only; it comes back with the chat if it was open.
+            beside_chat = pane is self.chat_view and self.panel_button.isChecked()
+            self.bot_panel.setVisible(beside_chat)
+            if beside_chat:
+                self.bot_panel.open()
+            else:
+                self.bot_panel.close_panel()
         if self.task_list is not None and pane is not self.task_list:
             self.task_list.close_pane()
         if self.task_detail is not None and pane is not self.task_detail:

@@ -1,170 +1,145 @@
-"""One task: its stage (dot plus words), 最新进展, the user's words, its folder and its runs, with 停止
-while it is working or needs you. Stopping never waits: the button says 正在停止… and the view re-reads
-when the task changes. It reads through the TaskFacade; a read for a task no longer shown is dropped.
+"""One task (P3 §6 "Task detail", as built in 3f): its stage as a dot plus words, how long, 约 $0.08 / $1.00;
+then one well with 来自 (the channel, the time and the user's words, which open that conversation),
+最新进展, 预算 and 文件夹 (with its size and 打开); then each run as a folded 处理过程 line; then 停止
+(while it works or waits for you) and 删除 (after an inline confirm).
+
+`TaskDetailBody` is the detail itself. The main pane shows it in `TaskDetailView` (a pane with ‹ back and the
+title in its header); the bot info panel shows the same class in place, with the title on its first line.
+Commands never wait: the button says 正在停止… / 正在删除… and the view re-reads when the task changes. It
+reads through the TaskFacade; a read for a task no longer shown is dropped.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from core.errors import NotFoundError
 from core.tasks.facade import TaskFacade
 from core.tasks.views import RunView, TaskDetail, TaskView
-from ui import formatting, theme
+from ui import theme
 from ui.async_calls import AsyncCalls
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
 from ui.task_chip import dot_state
+from ui.task_detail_sections import (
+    OriginRow,
+    RunSection,
+    human_size,
+    money,
+    run_dot,
+    run_line,
+    task_age,
+)
 from ui.task_list import OneLineLabel, TaskPane, reason, section_label
-from ui.theme import DotState
 from ui.wrapped_label import SELECTABLE, WrappedLabel
 
 log = logging.getLogger(__name__)
 
+__all__ = ["STOPPABLE", "TaskDetailBody", "TaskDetailView", "run_dot", "run_line"]
+
 # The user's words are shown whole unless they run to pages; the rest is in the conversation.
 WORDS_LIMIT = 1200
+# A person can stop a task that works or waits for them (P3 §2: needs_you -> stopped); an ended one is done.
 STOPPABLE = ("working", "needs")
 
 
-def run_dot(run: RunView) -> DotState:
-    if run.state != "ended":
-        return "working"
-    if run.outcome == "failed":
-        return "failed"
-    if run.outcome in ("needs_you", "budget"):
-        return "needs"
-    return "idle"
+class TaskDetailBody(QWidget):
+    """The detail's content. `conversationOpened(id)`: 来自 was clicked; `deleted(id)`: the task is gone
+    after 删除. With `titled`, the body shows the task's title itself (the panel has no pane header)."""
 
+    conversationOpened = Signal(str)
+    deleted = Signal(str)
+    titleChanged = Signal(str)
 
-def run_line(position: int, run: RunView) -> str:
-    """「第 2 次 · 回答后继续 · 9 步 · 完成」"""
-    parts = [
-        t("task.run", n=position),
-        t(f"task.cause.{run.cause}"),
-        formatting.step_count(run.steps),
-        t(f"task.outcome.{run.outcome}")
-        if run.state == "ended" and run.outcome
-        else t(f"task.state.{run.state}"),
-    ]
-    return " · ".join(parts)
-
-
-def run_took(run: RunView) -> str:
-    if run.started_at <= 0 or run.ended_at <= run.started_at:
-        return ""
-    return formatting.duration(int((run.ended_at - run.started_at) * 1000))
-
-
-def spent_text(task: TaskView) -> str:
-    if task.spent_usd <= 0:
-        return ""
-    return t("task.spent", spent=f"{task.spent_usd:.2f}", budget=f"{task.budget_usd:.2f}")
-
-
-class RunRow(QWidget):
-    def __init__(self, position: int, run: RunView, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        tasks: TaskFacade,
+        parent: QWidget | None = None,
+        titled: bool = False,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(parent)
-        self.setObjectName("runRow")
-        self.run = run
-        self.dot = StatusDot(run_dot(run), 7, self)
-        self.line = QLabel(run_line(position, run), self)
-        self.line.setObjectName("runLine")
-        self.took = QLabel(run_took(run), self)
-        self.took.setObjectName("runTook")
-        self.took.setProperty("role", "faint")
-        self.took.setFont(theme.font("small"))
-        self.error = WrappedLabel(run.error, self)
-        self.error.setObjectName("runError")
-        self.error.setProperty("role", "muted")
-        self.error.setFont(theme.font("small"))
-        self.error.setTextFormat(Qt.TextFormat.PlainText)
-        self.error.setVisible(bool(run.error))
-        head = QHBoxLayout()
-        head.setContentsMargins(0, 0, 0, 0)
-        head.setSpacing(8)
-        head.addWidget(self.dot, 0, Qt.AlignmentFlag.AlignVCenter)
-        head.addWidget(self.line, 1)
-        head.addWidget(self.took)
-        under = QHBoxLayout()
-        under.setContentsMargins(self.dot.sizeHint().width() + 8, 0, 0, 0)
-        under.addWidget(self.error)
-        column = QVBoxLayout(self)
-        column.setContentsMargins(14, 9, 14, 9)
-        column.setSpacing(2)
-        column.addLayout(head)
-        column.addLayout(under)
-
-
-class TaskDetailView(TaskPane):
-    """The task pane. `back_to` says where the back control goes ("list" or "chat")."""
-
-    def __init__(self, tasks: TaskFacade, parent: QWidget | None = None) -> None:
-        super().__init__("taskDetail", parent)
+        self.setObjectName("taskDetailBody")
         self._tasks = tasks
+        self._now = now
         self._task_id: str | None = None
         self._detail: TaskDetail | None = None
         self._stopping: str | None = None
+        self._deleting: str | None = None
         self._following = False
         self._calls = AsyncCalls()
         self._reader: Reloader[tuple[str, TaskDetail | None]] = Reloader(
             self._load, self._apply, self._failed
         )
-        self.back_to = "chat"
+        self.runs: list[RunSection] = []
 
-        self.stop_button = QPushButton(t("task.stop"), self.header)
-        self.stop_button.setObjectName("taskStopButton")
-        self.stop_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.stop_button.setFont(theme.font("small"))
-        self.stop_button.clicked.connect(self._on_stop)
-        self.stop_button.hide()
-        self.add_header_action(self.stop_button)
+        self._column = QVBoxLayout(self)
+        self._column.setContentsMargins(0, 0, 0, 0)
+        self._column.setSpacing(8)
+        self.title_label = WrappedLabel("", self)
+        self.title_label.setObjectName("taskDetailTitle")
+        self.title_label.setFont(theme.font("strong"))
+        self.title_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.title_label.setVisible(titled)
+        self._titled = titled
+        self._column.addWidget(self.title_label)
         self._build_stage()
         self._build_facts()
         self._build_runs()
+        self._build_actions()
         self._set_body_visible(False)
 
+    # -- building --------------------------------------------------------------------------------------
+
     def _build_stage(self) -> None:
-        col = self.column_layout
         stage_row = QHBoxLayout()
         stage_row.setContentsMargins(4, 0, 0, 0)
         stage_row.setSpacing(6)
-        self.stage_dot = StatusDot("idle", 8, self.column)
-        self.stage_label = QLabel(self.column)
+        self.stage_dot = StatusDot("idle", 8, self)
+        self.stage_label = QLabel(self)
         self.stage_label.setObjectName("taskStage")
-        self.spent_label = QLabel(self.column)
+        self.spent_label = QLabel(self)
         self.spent_label.setObjectName("taskSpent")
         self.spent_label.setProperty("role", "faint")
         self.spent_label.setFont(theme.font("small"))
+        self.spent_label.setWordWrap(True)
         stage_row.addWidget(self.stage_dot, 0, Qt.AlignmentFlag.AlignVCenter)
         stage_row.addWidget(self.stage_label)
-        stage_row.addWidget(self.spent_label, 0, Qt.AlignmentFlag.AlignBaseline)
-        stage_row.addStretch(1)
-        col.addLayout(stage_row)
+        stage_row.addWidget(self.spent_label, 1, Qt.AlignmentFlag.AlignVCenter)
+        self._column.addLayout(stage_row)
 
-        self.notice = WrappedLabel("", self.column)  # a failed stop or read says why, quietly
+        self.notice = WrappedLabel("", self)  # a failed command or read says why, quietly
         self.notice.setObjectName("taskNotice")
         self.notice.setProperty("role", "danger")
         self.notice.setFont(theme.font("small"))
         self.notice.setContentsMargins(4, 0, 0, 0)
         self.notice.hide()
-        col.addWidget(self.notice)
-        col.addSpacing(6)
+        self._column.addWidget(self.notice)
 
     def _build_facts(self) -> None:
-        self.well = QFrame(self.column)
+        # One well, no lines between its rows (P3 3f): 来自, 最新进展, 预算, 文件夹.
+        self.well = QFrame(self)
         self.well.setObjectName("taskWell")
         facts = QVBoxLayout(self.well)
         facts.setContentsMargins(14, 12, 14, 14)
         facts.setSpacing(4)
+        facts.addWidget(section_label(t("task.origin"), self.well))
+        self.origin = OriginRow(self.well)
+        self.origin.opened.connect(self._open_conversation)
+        self.words_label = self.origin.words
+        facts.addWidget(self.origin)
+        facts.addSpacing(8)
         self.latest_label = self._fact(facts, t("task.latest"), "taskLatest")
         facts.addSpacing(8)
-        self.words_label = self._fact(facts, t("task.words"), "taskWords")
+        self.budget_label = self._fact(facts, t("task.budget"), "taskBudget")
         # Its own box, so a task without a folder leaves no gap behind.
         self.folder_box = QWidget(self.well)
         folder_column = QVBoxLayout(self.folder_box)
@@ -178,31 +153,73 @@ class TaskDetailView(TaskPane):
         self.folder_label = OneLineLabel(Qt.TextElideMode.ElideMiddle, self.folder_box)
         self.folder_label.setTextInteractionFlags(SELECTABLE)
         self.folder_label.setObjectName("taskFolder")
+        self.folder_size = QLabel(self.folder_box)
+        self.folder_size.setObjectName("taskFolderSize")
+        self.folder_size.setProperty("role", "faint")
+        self.folder_size.setFont(theme.font("small"))
         self.open_folder = QPushButton(t("task.open_folder"), self.folder_box)
         self.open_folder.setObjectName("openFolderButton")
         self.open_folder.setFlat(True)
         self.open_folder.setCursor(Qt.CursorShape.PointingHandCursor)
         self.open_folder.clicked.connect(self._on_open_folder)
         folder_row.addWidget(self.folder_label, 1)
+        folder_row.addWidget(self.folder_size)
         folder_row.addWidget(self.open_folder)
         folder_column.addLayout(folder_row)
         facts.addWidget(self.folder_box)
-        self.column_layout.addWidget(self.well)
+        self._column.addWidget(self.well)
 
     def _build_runs(self) -> None:
-        col = self.column_layout
-        col.addSpacing(12)
-        self.runs_caption = section_label(t("task.runs"), self.column)
+        self._column.addSpacing(6)
+        self.runs_caption = section_label(t("task.runs"), self)
         self.runs_caption.setContentsMargins(4, 0, 0, 0)
-        col.addWidget(self.runs_caption)
-        self.runs_well = QFrame(self.column)
+        self._column.addWidget(self.runs_caption)
+        self.runs_well = QFrame(self)
         self.runs_well.setObjectName("taskWell")
         self._runs_layout = QVBoxLayout(self.runs_well)
         self._runs_layout.setContentsMargins(0, 0, 0, 0)
         self._runs_layout.setSpacing(0)
-        col.addWidget(self.runs_well)
-        self.runs: list[RunRow] = []
-        col.addStretch(1)
+        self._column.addWidget(self.runs_well)
+
+    def _build_actions(self) -> None:
+        self.action_row = QWidget(self)
+        row = QHBoxLayout(self.action_row)
+        row.setContentsMargins(0, 6, 0, 0)
+        row.setSpacing(8)
+        self.stop_button = self._button(t("task.stop"), "taskStopButton", self._on_stop)
+        self.delete_button = self._button(t("task.delete"), "taskDeleteButton", self._ask_delete)
+        row.addWidget(self.stop_button)
+        row.addWidget(self.delete_button)
+        row.addStretch(1)
+        self._column.addWidget(self.action_row)
+
+        # Deleting also removes the folder, so it asks first, in place (no modal dialog).
+        self.confirm = QFrame(self)
+        self.confirm.setObjectName("taskConfirm")
+        confirm_column = QVBoxLayout(self.confirm)
+        confirm_column.setContentsMargins(12, 10, 12, 10)
+        confirm_column.setSpacing(8)
+        self.confirm_text = WrappedLabel(t("task.delete_confirm"), self.confirm)
+        self.confirm_text.setObjectName("taskConfirmText")
+        confirm_column.addWidget(self.confirm_text)
+        buttons = QHBoxLayout()
+        buttons.setSpacing(8)
+        self.confirm_delete = self._button(t("task.delete"), "taskConfirmDelete", self._on_delete)
+        self.cancel_delete = self._button(t("task.cancel"), "taskCancelDelete", self._cancel_delete)
+        buttons.addWidget(self.confirm_delete)
+        buttons.addWidget(self.cancel_delete)
+        buttons.addStretch(1)
+        confirm_column.addLayout(buttons)
+        self.confirm.hide()
+        self._column.addWidget(self.confirm)
+
+    def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
+        button = QPushButton(text, self)
+        button.setObjectName(name)
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.setFont(theme.font("small"))
+        button.clicked.connect(lambda _checked=False: slot())
+        return button
 
     def _fact(self, layout: QVBoxLayout, caption: str, name: str) -> WrappedLabel:
         layout.addWidget(section_label(caption, self.well))
@@ -213,7 +230,7 @@ class TaskDetailView(TaskPane):
         layout.addWidget(value)
         return value
 
-    # -- what the window drives ------------------------------------------------------------------------
+    # -- what the owner drives -------------------------------------------------------------------------
 
     @property
     def task_id(self) -> str | None:
@@ -223,21 +240,23 @@ class TaskDetailView(TaskPane):
     def detail(self) -> TaskDetail | None:
         return self._detail
 
-    def show_task(self, task_id: str, back_to: str = "chat") -> None:
-        self.back_to = back_to
-        self.set_back_text(t("tasks.back_to_list") if back_to == "list" else t("tasks.back_to_chat"))
+    def show_task(self, task_id: str) -> None:
         self._following = True
         if task_id != self._task_id:
             self._reader.reset()
+            for section in self.runs:
+                section.shutdown()
             self._task_id = task_id
             self._detail = None
-            self.set_title("")
+            self.title_label.setText("")
+            self.titleChanged.emit("")
             self.notice.hide()
+            self.confirm.hide()
             self._set_body_visible(False)
-            self._show_stop(None)
+            self._show_actions(None)
         self._reader.request()
 
-    def close_pane(self) -> None:
+    def close_view(self) -> None:
         """Hidden: stop following the task. Showing it again re-reads it, keeping what it showed meanwhile."""
         self._reader.reset()
         self._following = False
@@ -251,7 +270,9 @@ class TaskDetailView(TaskPane):
             self._reader.request()
 
     def shutdown(self) -> None:
-        self.close_pane()
+        self.close_view()
+        for section in self.runs:
+            section.shutdown()
         self._task_id = None
         self._calls.cancel_all()
 
@@ -273,11 +294,15 @@ class TaskDetailView(TaskPane):
         if detail is None:
             self._detail = None
             self._set_body_visible(False)
-            self._show_stop(None)
+            self._show_actions(None)
+            self.confirm.hide()
             self._say(t("task.gone"))
+            if self._deleting == task_id:
+                self._deleting = None
+                self.deleted.emit(task_id)
             return
         self._detail = detail
-        if self._stopping != task_id:
+        if task_id not in (self._stopping, self._deleting):
             self.notice.hide()
         self._show(detail)
 
@@ -290,60 +315,99 @@ class TaskDetailView(TaskPane):
 
     def _show(self, detail: TaskDetail) -> None:
         task = detail.task
-        self.set_title(task.title)
+        if self.title_label.text() != task.title:
+            self.title_label.setText(task.title)
+            self.titleChanged.emit(task.title)
         self.stage_dot.set_state(dot_state(task.group, task.stage))
         self.stage_label.setText(task.stage_label)
-        spent = spent_text(task)
-        self.spent_label.setText(f"·  {spent}" if spent else "")
-        self.spent_label.setVisible(bool(spent))
+        facts = [part for part in (task_age(task, self._now()), money(task)) if part]
+        self.spent_label.setText("·  " + "  ·  ".join(facts) if facts else "")
+        words = detail.words.strip()
+        self.origin.set_origin(task, words if len(words) <= WORDS_LIMIT else words[:WORDS_LIMIT] + "…")
         latest = task.latest_line.strip()
         self.latest_label.setText(latest or t("task.no_latest"))
         self.latest_label.setProperty("role", "" if latest else "faint")
         self.latest_label.style().unpolish(self.latest_label)
         self.latest_label.style().polish(self.latest_label)
-        words = detail.words.strip()
-        self.words_label.setText(words if len(words) <= WORDS_LIMIT else words[:WORDS_LIMIT] + "…")
+        self.budget_label.setText(money(task))
         self.folder_label.set_full_text(detail.folder)
+        self.folder_size.setText(human_size(detail.folder_bytes) if detail.folder_bytes > 0 else "")
+        self.folder_size.setVisible(detail.folder_bytes > 0)
         self.folder_box.setVisible(bool(detail.folder))
         self.open_folder.setVisible(bool(detail.folder) and Path(detail.folder).is_dir())
-        self._show_runs(detail.runs)
-        self._show_stop(task)
+        self._show_runs(detail.task.id, detail.runs)
+        self._show_actions(task)
         self._set_body_visible(True)
 
-    def _show_runs(self, runs: tuple[RunView, ...]) -> None:
+    def _show_runs(self, task_id: str, runs: tuple[RunView, ...]) -> None:
+        """Keep each run's section (and whether it is open) while the run is the same one; rebuild only
+        when runs were added or replaced."""
+        if [s.run.id for s in self.runs] == [r.id for r in runs] and all(
+            s.task_id == task_id for s in self.runs
+        ):
+            for position, (section, run) in enumerate(zip(self.runs, runs, strict=True), start=1):
+                section.set_run(position, run)
+            return
+        kept = {s.run.id: s for s in self.runs if s.task_id == task_id}
         while self._runs_layout.count():
             item = self._runs_layout.takeAt(0)
             widget = item.widget() if item is not None else None
-            if widget is not None:
+            if widget is not None and not (isinstance(widget, RunSection) and widget.run.id in kept):
+                if isinstance(widget, RunSection):
+                    widget.shutdown()
                 widget.hide()
                 widget.deleteLater()
-        self.runs = []
+        sections: list[RunSection] = []
         for position, run in enumerate(runs, start=1):
             if position > 1:
                 line = QFrame(self.runs_well)
                 line.setObjectName("taskRowLine")
                 line.setFixedHeight(1)
                 self._runs_layout.addWidget(line)
-            row = RunRow(position, run, self.runs_well)
-            self._runs_layout.addWidget(row)
-            self.runs.append(row)
+            reused = kept.pop(run.id) if run.id in kept else None
+            if reused is None:
+                reused = RunSection(task_id, position, run, self._steps_of, self.runs_well, self._now)
+            else:
+                reused.set_run(position, run)
+            self._runs_layout.addWidget(reused)
+            reused.show()
+            sections.append(reused)
+        for stale in kept.values():
+            stale.shutdown()
+            stale.deleteLater()
+        self.runs = sections
 
-    def _show_stop(self, task: TaskView | None) -> None:
+    async def _steps_of(self, run_id: str) -> list[dict[str, object]]:
+        task_id = self._task_id
+        if task_id is None:
+            return []
+        return await self._tasks.run_activity(task_id, run_id)
+
+    def _show_actions(self, task: TaskView | None) -> None:
         stoppable = task is not None and task.group in STOPPABLE
         self.stop_button.setVisible(stoppable)
         busy = task is not None and self._stopping == task.id
         self.stop_button.setEnabled(not busy)
         self.stop_button.setText(t("task.stopping") if busy else t("task.stop"))
+        deleting = task is not None and self._deleting == task.id
+        self.delete_button.setVisible(task is not None)
+        self.delete_button.setEnabled(not deleting)
+        self.action_row.setVisible(task is not None)
 
     def _set_body_visible(self, visible: bool) -> None:
-        for widget in (self.stage_dot, self.stage_label, self.well):
+        for widget in (self.stage_dot, self.stage_label, self.well, self.action_row):
             widget.setVisible(visible)
+        self.title_label.setVisible(self._titled and visible)
         self.spent_label.setVisible(visible and bool(self.spent_label.text()))
         has_runs = visible and bool(self.runs)
         self.runs_caption.setVisible(has_runs)
         self.runs_well.setVisible(has_runs)
 
     # -- commands --------------------------------------------------------------------------------------
+
+    def _open_conversation(self, conversation_id: str) -> None:
+        if conversation_id:
+            self.conversationOpened.emit(conversation_id)
 
     def _on_stop(self) -> None:
         task_id = self._task_id
@@ -366,10 +430,106 @@ class TaskDetailView(TaskPane):
             return
         if exc is not None:
             self._say(t("task.stop_failed", reason=reason(exc)))
-        self._show_stop(self._detail.task if self._detail else None)
+        self._show_actions(self._detail.task if self._detail else None)
         self._reader.request()  # the stopped stage, even if its TaskChanged was missed
+
+    def _ask_delete(self) -> None:
+        if self._task_id is None:
+            return
+        self.action_row.hide()
+        self.confirm.show()
+        self.cancel_delete.setFocus()  # Enter right after the click cancels; deleting takes a choice
+
+    def _cancel_delete(self) -> None:
+        self.confirm.hide()
+        self.action_row.setVisible(self._detail is not None)
+
+    def _on_delete(self) -> None:
+        task_id = self._task_id
+        if task_id is None or self._deleting == task_id:
+            return
+        self._deleting = task_id
+        self.notice.hide()
+        self.confirm_delete.setEnabled(False)
+        self.confirm_delete.setText(t("task.deleting"))
+        self._calls.start(
+            self._tasks.delete_task(task_id),
+            done=lambda _none: self._delete_ended(task_id, None),
+            failed=lambda exc: self._delete_ended(task_id, exc),
+        )
+
+    def _delete_ended(self, task_id: str, exc: Exception | None) -> None:
+        self.confirm_delete.setEnabled(True)
+        self.confirm_delete.setText(t("task.delete"))
+        if task_id != self._task_id:
+            self._deleting = None
+            return
+        if exc is not None:
+            self._deleting = None
+            self._say(t("task.delete_failed", reason=reason(exc)))
+            self._cancel_delete()
+            return
+        self._reader.request()  # reads "gone", then says `deleted`
 
     def _on_open_folder(self) -> None:
         folder = self.folder_label.full_text()
         if folder:
             QDesktopServices.openUrl(QUrl.fromLocalFile(folder))
+
+
+class TaskDetailView(TaskPane):
+    """The task in the main pane. `back_to` says where the back control goes ("list", "needs" or "chat")."""
+
+    conversationOpened = Signal(str)
+
+    def __init__(self, tasks: TaskFacade, parent: QWidget | None = None) -> None:
+        super().__init__("taskDetail", parent)
+        self.body = TaskDetailBody(tasks, self.column)
+        self.body.titleChanged.connect(self.set_title)
+        self.body.conversationOpened.connect(self.conversationOpened)
+        self.body.deleted.connect(lambda _task_id: self.backRequested.emit())
+        self.column_layout.addWidget(self.body)
+        self.column_layout.addStretch(1)
+        self.back_to = "chat"
+        # The parts by the names the window and its tests have always used.
+        self.stage_dot = self.body.stage_dot
+        self.stage_label = self.body.stage_label
+        self.spent_label = self.body.spent_label
+        self.notice = self.body.notice
+        self.well = self.body.well
+        self.latest_label = self.body.latest_label
+        self.words_label = self.body.words_label
+        self.folder_label = self.body.folder_label
+        self.stop_button = self.body.stop_button
+        self.delete_button = self.body.delete_button
+
+    @property
+    def task_id(self) -> str | None:
+        return self.body.task_id
+
+    @property
+    def detail(self) -> TaskDetail | None:
+        return self.body.detail
+
+    @property
+    def runs(self) -> list[RunSection]:
+        return self.body.runs
+
+    def show_task(self, task_id: str, back_to: str = "chat") -> None:
+        self.back_to = back_to
+        self.set_back_text(t("tasks.back_to_list") if back_to == "list" else t("tasks.back_to_chat"))
+        if task_id != self.body.task_id:
+            self.set_title("")
+        self.body.show_task(task_id)
+
+    def close_pane(self) -> None:
+        self.body.close_view()
+
+    async def reload(self) -> None:
+        await self.body.reload()
+
+    def on_task_changed(self, task_id: str) -> None:
+        self.body.on_task_changed(task_id)
+
+    def shutdown(self) -> None:
+        self.body.shutdown()

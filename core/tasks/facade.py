@@ -22,3 +22,12 @@ class TaskFacade(Protocol):
     async def stop_task(self, task_id: str) -> TaskView:
         """A person stops the task: its turn is cancelled and its jobs killed; returns the stopped task."""
         ...
+
+    async def delete_task(self, task_id: str) -> None:
+        """Stop the task, then remove its rows, folder and session history. Raises NotFoundError."""
+        ...
+
+    async def run_activity(self, task_id: str, run_id: str) -> list[dict[str, object]]:
+        """One run's 处理过程 as stored (`ActivityStep.to_json` rows, newest 120; a first note row counts
+        the dropped ones). Raises NotFoundError for an unknown task or run."""
+        ...

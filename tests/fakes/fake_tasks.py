@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.bus import EventBus
-from core.chat.views import TaskChip
+from core.chat.views import ActivityStep, TaskChip
 from core.errors import NotFoundError
 from core.events import TaskChanged
 from core.tasks.stage import ALL_STAGES, Stage
@@ -46,6 +46,7 @@ class FakeTask:
     budget_usd: float
     runs: tuple[RunView, ...]
     stage_label: str = ""  # overrides the stage table's label when set
+    folder_bytes: int = 0
 
     def view(self, lang: str) -> TaskView:
         stage = stage_of(self.stage)
@@ -97,6 +98,11 @@ class FakeTaskFacade:
         # ChatService reads chips in Chinese (its default language); so does this fake unless told otherwise.
         self.chip_lang = "zh"
         self.stopped: list[str] = []
+        self.deleted: list[str] = []
+        self.activity_reads: list[str] = []  # the run id of each run_activity read
+        # A run's stored steps (ActivityStep.to_json rows), by run id; see `set_run_steps`.
+        self.run_steps: dict[str, list[dict[str, object]]] = {}
+        self.delete_error: Exception | None = None
         self.list_reads: list[str] = []  # the language of each list read
         self.detail_reads: list[str] = []  # the task id of each detail read
         # Set to hold `stop_task` until the event is set (the UI must not wait on it).
@@ -128,7 +134,7 @@ class FakeTaskFacade:
             words=task.words,
             brief=task.words,
             folder=task.folder,
-            folder_bytes=0,
+            folder_bytes=task.folder_bytes,
             session_bytes=0,
             report=None,
             runs=task.runs,
@@ -142,6 +148,21 @@ class FakeTaskFacade:
             raise self.stop_error
         self._get(task_id)
         return self.update_task(task_id, stage="stopped").view("zh")
+
+    async def delete_task(self, task_id: str) -> None:
+        self.deleted.append(task_id)
+        await asyncio.sleep(0)
+        if self.delete_error is not None:
+            raise self.delete_error
+        self._get(task_id)
+        self.remove_task(task_id)
+
+    async def run_activity(self, task_id: str, run_id: str) -> list[dict[str, object]]:
+        self.activity_reads.append(run_id)
+        task = self._get(task_id)
+        if not any(r.id == run_id for r in task.runs):
+            raise NotFoundError("run", run_id)
+        return list(self.run_steps.get(run_id, []))
 
     # -- driving it from a test ---------------------------------------------------------------------
 
@@ -161,6 +182,7 @@ class FakeTaskFacade:
         spent_usd: float = 0.0,
         budget_usd: float = 1.0,
         runs: Iterable[RunView] = (),
+        folder_bytes: int = 0,
     ) -> TaskView:
         stage_of(stage)  # fail early on a typo
         now = time.time()
@@ -179,6 +201,7 @@ class FakeTaskFacade:
             spent_usd=spent_usd,
             budget_usd=budget_usd,
             runs=tuple(runs),
+            folder_bytes=folder_bytes,
         )
         self._tasks[task.id] = task
         self.bus.publish(TaskChanged(task.id))
@@ -196,6 +219,17 @@ class FakeTaskFacade:
         self._tasks[task_id] = task
         self.bus.publish(TaskChanged(task_id))
         return task
+
+    def set_run_steps(
+        self, task_id: str, run_id: str, steps: Iterable[ActivityStep], dropped: int = 0
+    ) -> None:
+        """Store a run's steps as the runner does (`ActivityLog.to_json`, with its dropped-steps note) and
+        announce the task, as a step saved mid-run does."""
+        rows = [step.to_json() for step in steps]
+        if dropped:
+            rows.insert(0, ActivityStep(kind="note", title=f"{dropped} earlier steps not kept").to_json())
+        self.run_steps[run_id] = rows
+        self.bus.publish(TaskChanged(task_id))
 
     def remove_task(self, task_id: str) -> None:
         self._tasks.pop(task_id, None)

@@ -27,9 +27,9 @@ from ui import i18n
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
 from ui.message_widgets import AssistantMessage, ErrorMessage, MessageWidget
-from ui.task_chip import TaskChipRow
+from ui.task_chip import TaskChipRow, dot_state
 from ui.task_detail import TaskDetailView
-from ui.task_list import TaskListView
+from ui.task_list import TaskListView, row_meta
 
 DAY = 24 * 3600
 
@@ -75,12 +75,20 @@ def task_detail(window: MainWindow) -> TaskDetailView:
 
 
 def row_texts(window: MainWindow) -> list[tuple[str, str, str]]:
-    """Each visible task row as (title, what the right side says, latest line)."""
-    return [
-        (row.title.text(), row.meta.text(), row.latest.text())
-        for row in task_list(window).rows
-        if row.isVisible()
-    ]
+    """Each task row as (title, what the right side says, latest line)."""
+    listing = task_list(window)
+    if not listing.list.isVisible():
+        return []
+    return [(task.title, row_meta(task), task.latest_line) for task in listing.shown_tasks()]
+
+
+def click_row(window: MainWindow, task_id: str) -> None:
+    listing = task_list(window)
+    rect = listing.row_rect(task_id)
+    assert rect.isValid()
+    QTest.mouseClick(
+        listing.list.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, rect.center()
+    )
 
 
 def caption_of(widget: MessageWidget) -> str | None:
@@ -162,11 +170,9 @@ async def test_clicking_the_chip_opens_the_task_and_back_returns_to_the_chat(
     assert detail.latest_label.text() == "Compared 3 clouds; checking B's yearly price"
     assert detail.stage_label.text() == "Working"
     assert detail.stage_dot.state == "working"
-    assert detail.words_label.text() == "Compare the GPU prices of three clouds"
+    assert detail.words_label.text() == "「Compare the GPU prices of three clouds」"
     assert detail.folder_label.full_text() == "/data/bots/b/workspace/tasks/gpu-prices-3f2a1c"
-    assert [(r.line.text(), r.took.text()) for r in detail.runs] == [
-        ("Run 1 · started · 34 steps · done", "3m 0s")
-    ]
+    assert [r.line() for r in detail.runs] == ["Run 1 · started · 34 steps · 3 min"]
     assert detail.stop_button.isVisible()
     assert detail.back_button.text() == "‹ Chat"
 
@@ -263,12 +269,12 @@ async def test_the_task_list_shows_only_sections_with_tasks(
     asked = tasks.add_task("Quarterly deck", stage="needs-you/answer", latest_line="Which template?")
     tasks.add_task("Downloads", stage="ready", updated_at=now - DAY)
     await wait_until(lambda: listing.section_titles() == ["Working", "Needs you", "Done · last 30 days"])
-    titles = [row.title.text() for row in listing.rows]
+    titles = [task.title for task in listing.shown_tasks()]
     assert titles == ["GPU prices", "Quarterly deck", "Downloads"]
-    assert [row.dot.state for row in listing.rows] == ["working", "needs", "idle"]
+    assert [dot_state(v.group, v.stage) for v in listing.shown_tasks()] == ["working", "needs", "idle"]
 
     # A row opens its task; back from there returns to the list.
-    QTest.mouseClick(listing.rows[1], Qt.MouseButton.LeftButton)
+    click_row(task_window, asked.id)
     detail = task_detail(task_window)
     await wait_until(lambda: detail.isVisible() and detail.latest_label.text() == "Which template?")
     assert detail.task_id == asked.id
@@ -309,7 +315,7 @@ async def test_the_task_list_in_chinese(
     assert tasks.list_reads[-1] == "zh"
     await wait_until(lambda: len(row_texts(task_window)) == 3)
     assert row_texts(task_window)[0] == ("GPU 价格调研", "进行中,有个问题等你回答  ›", "")
-    assert [row.dot.state for row in listing.rows] == ["working", "failed", "idle"]
+    assert [dot_state(v.group, v.stage) for v in listing.shown_tasks()] == ["working", "failed", "idle"]
 
 
 async def test_an_empty_list_in_chinese(
@@ -457,10 +463,14 @@ async def test_over_a_real_host_the_chip_follows_the_task_and_opens_it(qtbot: Qt
             detail = task_detail(window)
             await wait_until(lambda: detail.isVisible() and detail.stage_label.text() == "已完成", timeout=5)
             assert detail.title() == "Tidy downloads"
-            assert detail.words_label.text() == "帮我整理一下下载目录"
+            assert detail.words_label.text() == "「帮我整理一下下载目录」"
             assert "tasks/" in detail.folder_label.full_text()
-            [first_run] = [r.line.text() for r in detail.runs]
-            assert first_run.startswith("第 1 次 · 开始 · ") and first_run.endswith(" 步 · 完成")
+            [first_run] = [r.line() for r in detail.runs]
+            assert first_run.startswith("第 1 次 · 开始 · ") and " 步 · " in first_run
+            # Its steps unfold from the run's stored 处理过程 (read from the real TaskService).
+            detail.runs[0].set_expanded(True)
+            await wait_until(lambda: bool(detail.runs[0].steps()), timeout=5)
+            assert any("sleep 0.3" in step.title for step in detail.runs[0].steps())
             assert not detail.stop_button.isVisible()
         finally:
             window.shutdown()

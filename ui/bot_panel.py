@@ -1,0 +1,566 @@
+"""The bot's info panel, beside the chat (P3 §6 "Bot info panel", as built in 3f): everything about "this
+bot", each group only when it has something:
+
+    (天) 天天                      the avatar with its state ring, the name, the activity line
+         GPU 价格调研等你回答
+    渠道      ● 桌面          已连接
+    待审批    this bot's approvals, [批准一次] [拒绝] inline (the needs-you row)
+    任务      working tasks, then those that need you; then rules; then 「已结束 3 ▸」, which unfolds
+              the ended tasks of the last 30 days
+
+A task row opens in place into the task detail (`ui.task_detail.TaskDetailBody`, the class the main pane
+shows too), with ‹ back to the groups. The panel reads this bot's tasks through the TaskFacade while it is
+shown; the window hands it the needs-you items it already reads, so approvals cost no second read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.attention.facade import AttentionFacade
+from core.attention.items import AttentionItem
+from core.bots.views import BotActivity, BotView
+from core.tasks.facade import TaskFacade
+from core.tasks.views import TaskView
+from ui import theme
+from ui.answer_bar import reason
+from ui.async_calls import AsyncCalls
+from ui.attention_row import AttentionRow
+from ui.bot_list import bot_avatar
+from ui.elided_text import ElidedText
+from ui.i18n import language, t
+from ui.reloader import Reloader
+from ui.status_dot import StatusDot
+from ui.task_chip import PressableRow, dot_state
+from ui.task_detail import TaskDetailBody
+from ui.task_list import ARROW, ENDED_WINDOW_S, section_label
+
+log = logging.getLogger(__name__)
+
+PANEL_WIDTH = 340
+AVATAR = 40
+FOLDED = "▸"
+UNFOLDED = "▾"
+
+
+def open_tasks(tasks: list[TaskView]) -> list[TaskView]:
+    """Working tasks first, then those that need you; the most recently changed first within each."""
+    order = {"working": 0, "needs": 1}
+    return sorted(
+        (task for task in tasks if task.group in order), key=lambda v: (order[v.group], -v.updated_at)
+    )
+
+
+def ended_tasks(tasks: list[TaskView], now: float) -> list[TaskView]:
+    since = now - ENDED_WINDOW_S
+    return sorted(
+        (task for task in tasks if task.group == "ended" and task.updated_at >= since),
+        key=lambda v: -v.updated_at,
+    )
+
+
+def separator(parent: QWidget) -> QFrame:
+    line = QFrame(parent)
+    line.setObjectName("taskRowLine")
+    line.setFixedHeight(1)
+    return line
+
+
+class PanelTaskRow(PressableRow):
+    """One compact line: ● title ··· stage ›."""
+
+    opened = Signal(str)
+
+    def __init__(self, task: TaskView, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("panelTaskRow")
+        self.task = task
+        self.dot = StatusDot(dot_state(task.group, task.stage), 7, self)
+        self.title = ElidedText(task.title, 1, self)
+        self.title.setObjectName("panelTaskTitle")
+        self.meta = QLabel(f"{task.stage_label}  {ARROW}", self)
+        self.meta.setObjectName("panelTaskMeta")
+        self.meta.setProperty("role", "muted")
+        self.meta.setFont(theme.font("small"))
+        for child in (self.dot, self.title, self.meta):
+            child.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(12, 9, 12, 9)
+        row.setSpacing(8)
+        row.addWidget(self.dot, 0, Qt.AlignmentFlag.AlignVCenter)
+        row.addWidget(self.title, 1)
+        row.addWidget(self.meta, 0, Qt.AlignmentFlag.AlignVCenter)
+        self.setText(task.title)
+        self.setAccessibleName(f"{task.title} · {task.stage_label}")
+        self._tint()
+        self.clicked.connect(lambda: self.opened.emit(self.task.id))
+
+    def _tint(self) -> None:
+        self.title.set_color(theme.colors().text)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.StyleChange:
+            self._tint()
+        super().changeEvent(event)
+
+
+class EndedToggle(PressableRow):
+    """「已结束 3 ▸」: quiet, folded by default."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("panelEndedToggle")
+        self.setCheckable(True)
+        self.label = QLabel(self)
+        self.label.setObjectName("panelEndedLabel")
+        self.label.setProperty("role", "muted")
+        self.label.setFont(theme.font("small"))
+        self.label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(12, 8, 12, 8)
+        row.addWidget(self.label, 1)
+        self._count = 0
+        self.toggled.connect(lambda _on: self._refresh())
+
+    def set_count(self, count: int) -> None:
+        self._count = count
+        self._refresh()
+
+    def _refresh(self) -> None:
+        text = t("panel.ended", n=self._count)
+        arrow = UNFOLDED if self.isChecked() else FOLDED
+        self.label.setText(f"{text} {arrow}")
+        self.setText(text)
+
+
+class BotPanel(QWidget):
+    """`conversationOpened(id)`: a task's 来自 was clicked. `attentionChanged`: an approval was acted on,
+    so the needs-you list should be read again."""
+
+    conversationOpened = Signal(str)
+    attentionChanged = Signal()
+    closeRequested = Signal()
+
+    def __init__(
+        self,
+        tasks: TaskFacade | None,
+        attention: AttentionFacade | None,
+        parent: QWidget | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("botPanel")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self._tasks = tasks
+        self._attention = attention
+        self._now = now
+        self._calls = AsyncCalls()
+        self._bot: BotView | None = None
+        self._activity: BotActivity | None = None
+        self._items: list[AttentionItem] = []
+        self._task_views: list[TaskView] | None = None
+        self._active = False
+        self._running: set[str] = set()
+        self._reader: Reloader[tuple[str, list[TaskView]]] | None = (
+            Reloader(self._load, self._apply, self._failed) if tasks is not None else None
+        )
+        self.task_rows: list[PanelTaskRow] = []
+        self.ended_rows: list[PanelTaskRow] = []
+        self._ended_lines: list[QFrame] = []
+        self.approval_rows: list[AttentionRow] = []
+
+        self.stack = QStackedWidget(self)
+        self.overview = self._scrolling(self._build_overview())
+        self.stack.addWidget(self.overview)
+        self.detail: TaskDetailBody | None = None
+        if tasks is not None:
+            self.stack.addWidget(self._scrolling(self._build_detail(tasks)))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.stack)
+        QShortcut(
+            QKeySequence(Qt.Key.Key_Escape), self, self._escape, Qt.ShortcutContext.WidgetWithChildrenShortcut
+        )
+
+    # -- building --------------------------------------------------------------------------------------
+
+    def _scrolling(self, column: QWidget) -> QScrollArea:
+        scroll = QScrollArea(self)
+        scroll.setObjectName("panelScroll")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(column)
+        return scroll
+
+    def _column(self, name: str) -> tuple[QWidget, QVBoxLayout]:
+        column = QWidget()
+        column.setObjectName(name)
+        column.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        layout = QVBoxLayout(column)
+        layout.setContentsMargins(16, 16, 16, 20)
+        layout.setSpacing(6)
+        return column, layout
+
+    def _build_overview(self) -> QWidget:
+        column, layout = self._column("panelColumn")
+        head = QHBoxLayout()
+        head.setSpacing(10)
+        self.avatar = QLabel(column)
+        self.avatar.setObjectName("panelAvatar")
+        self.avatar.setFixedSize(AVATAR, AVATAR)
+        self.name_label = QLabel(column)
+        self.name_label.setObjectName("panelName")
+        self.name_label.setFont(theme.font("title"))
+        self.line_label = QLabel(column)
+        self.line_label.setObjectName("panelLine")
+        self.line_label.setProperty("role", "muted")
+        self.line_label.setFont(theme.font("small"))
+        self.line_label.setWordWrap(True)
+        names = QVBoxLayout()
+        names.setSpacing(1)
+        names.addWidget(self.name_label)
+        names.addWidget(self.line_label)
+        head.addWidget(self.avatar, 0, Qt.AlignmentFlag.AlignTop)
+        head.addLayout(names, 1)
+        layout.addLayout(head)
+        layout.addSpacing(10)
+
+        # 渠道: only the desktop for now; other channels add their rows here.
+        self.channels_group, _well, channels = self._group(column, t("panel.channels"), "panelChannels")
+        desktop = QWidget(self.channels_group)
+        desktop.setObjectName("panelChannelRow")
+        row = QHBoxLayout(desktop)
+        row.setContentsMargins(12, 9, 12, 9)
+        row.setSpacing(8)
+        row.addWidget(StatusDot("idle", 7, desktop), 0, Qt.AlignmentFlag.AlignVCenter)
+        row.addWidget(QLabel(t("task.channel.desktop"), desktop), 1)
+        connected = QLabel(t("panel.connected"), desktop)
+        connected.setProperty("role", "muted")
+        connected.setFont(theme.font("small"))
+        row.addWidget(connected)
+        channels.addWidget(desktop)
+        layout.addWidget(self.channels_group)
+
+        self.approvals_group, self._approvals_well, self._approvals_layout = self._group(
+            column, t("panel.approvals"), "panelApprovals"
+        )
+        self.approvals_group.hide()
+        layout.addWidget(self.approvals_group)
+
+        self.tasks_group, self._tasks_well, self._tasks_layout = self._group(
+            column, t("panel.tasks"), "panelTasks"
+        )
+        self.tasks_group.hide()
+        layout.addWidget(self.tasks_group)
+        self.notice = QLabel(column)
+        self.notice.setObjectName("panelNotice")
+        self.notice.setProperty("role", "danger")
+        self.notice.setFont(theme.font("small"))
+        self.notice.setWordWrap(True)
+        self.notice.hide()
+        layout.addWidget(self.notice)
+        layout.addStretch(1)
+        return column
+
+    def _group(self, parent: QWidget, title: str, name: str) -> tuple[QWidget, QFrame, QVBoxLayout]:
+        """A small label over one well; the rows go into the returned layout."""
+        group = QWidget(parent)
+        group.setObjectName(name)
+        column = QVBoxLayout(group)
+        column.setContentsMargins(0, 8, 0, 4)
+        column.setSpacing(6)
+        label = section_label(title, group)
+        label.setContentsMargins(4, 0, 0, 0)
+        column.addWidget(label)
+        well = QFrame(group)
+        well.setObjectName("taskWell")
+        rows = QVBoxLayout(well)
+        rows.setContentsMargins(0, 0, 0, 0)
+        rows.setSpacing(0)
+        column.addWidget(well)
+        return group, well, rows
+
+    def _build_detail(self, tasks: TaskFacade) -> QWidget:
+        column, layout = self._column("panelDetailColumn")
+        self.back_button = QPushButton(column)
+        self.back_button.setObjectName("backButton")
+        self.back_button.setFlat(True)
+        self.back_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.back_button.setFont(theme.font("small"))
+        self.back_button.clicked.connect(lambda _checked=False: self.show_overview())
+        layout.addWidget(self.back_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addSpacing(4)
+        self.detail = TaskDetailBody(tasks, column, titled=True, now=self._now)
+        self.detail.conversationOpened.connect(self.conversationOpened)
+        self.detail.deleted.connect(lambda _task_id: self.show_overview())
+        layout.addWidget(self.detail)
+        layout.addStretch(1)
+        return column
+
+    # -- what the window drives ------------------------------------------------------------------------
+
+    @property
+    def bot_id(self) -> str | None:
+        return self._bot.id if self._bot else None
+
+    def set_bot(self, bot: BotView | None, activity: BotActivity | None = None) -> None:
+        """Show this bot (its tasks are read again when it is another bot)."""
+        changed = (bot.id if bot else None) != self.bot_id
+        self._bot = bot
+        self._activity = activity
+        self._show_head()
+        if changed:
+            self.show_overview()
+            self._task_views = None
+            self._clear_tasks()
+            self.tasks_group.hide()
+            if self._reader is not None:
+                self._reader.reset()
+            self._show_approvals()
+            if self._active:
+                self.reload()
+
+    def set_activity(self, activity: BotActivity | None) -> None:
+        self._activity = activity
+        self._show_head()
+
+    def set_attention_items(self, items: list[AttentionItem]) -> None:
+        if items != self._items:
+            self._items = list(items)
+            self._show_approvals()
+
+    def open(self) -> None:
+        """Shown: read now, and again whenever a task changes until closed."""
+        self._active = True
+        self.reload()
+        if self.detail is not None and self.stack.currentIndex() == 1 and self.detail.task_id:
+            self.detail.show_task(self.detail.task_id)
+
+    def close_panel(self) -> None:
+        self._active = False
+        if self._reader is not None:
+            self._reader.reset()
+        if self.detail is not None:
+            self.detail.close_view()
+
+    def reload(self) -> Any:
+        """Re-read this bot's tasks; the future resolves once they are shown (None without tasks)."""
+        if self._reader is None or self._bot is None:
+            return None
+        return self._reader.request()
+
+    def on_task_changed(self, task_id: str) -> None:
+        if not self._active:
+            return
+        if self._reader is not None and self._bot is not None:
+            self._reader.request()
+        if self.detail is not None:
+            self.detail.on_task_changed(task_id)
+
+    def on_run_step(self, task_id: str) -> None:
+        """A run of `task_id` added a step: only the open detail cares (its unfolded steps grow)."""
+        if self._active and self.detail is not None:
+            self.detail.on_task_changed(task_id)
+
+    def open_task(self, task_id: str) -> None:
+        """Open a task in place, with ‹ back to the groups."""
+        if self.detail is None:
+            return
+        self.back_button.setText(f"‹ {self._bot.name if self._bot else t('panel.back')}")
+        self.detail.show_task(task_id)
+        self.stack.setCurrentIndex(1)
+
+    def show_overview(self) -> None:
+        if self.detail is not None:
+            self.detail.close_view()
+        self.stack.setCurrentIndex(0)
+
+    def showing_detail(self) -> bool:
+        return self.stack.currentIndex() == 1
+
+    def shutdown(self) -> None:
+        self.close_panel()
+        self._calls.cancel_all()
+        if self.detail is not None:
+            self.detail.shutdown()
+
+    def task_group_lines(self) -> list[str]:
+        """The 任务 group as shown, top to bottom: task titles and the 已结束 row (tests read this)."""
+        lines = [row.task.title for row in self.task_rows]
+        if self.ended_toggle is not None and self.ended_toggle.isVisible():
+            lines.append(self.ended_toggle.text())
+            lines.extend(row.task.title for row in self.ended_rows if row.isVisible())
+        return lines
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    async def _load(self) -> tuple[str, list[TaskView]]:
+        bot_id = self.bot_id
+        if bot_id is None or self._tasks is None:
+            return "", []
+        return bot_id, await self._tasks.list_tasks(bot_id=bot_id, lang=language())
+
+    def _failed(self, exc: Exception) -> None:
+        self.notice.setText(t("tasks.load_failed", reason=reason(exc)))
+        self.notice.show()
+
+    def _apply(self, result: tuple[str, list[TaskView]]) -> None:
+        bot_id, tasks = result
+        if bot_id != self.bot_id:
+            return
+        self.notice.hide()
+        if tasks == self._task_views:
+            return
+        self._task_views = tasks
+        self._show_tasks(tasks)
+
+    # -- showing ---------------------------------------------------------------------------------------
+
+    ended_toggle: EndedToggle | None = None
+
+    def _show_head(self) -> None:
+        bot = self._bot
+        if bot is None:
+            self.name_label.setText("")
+            self.line_label.hide()
+            self.avatar.clear()
+            return
+        state = self._activity.state if self._activity else "idle"
+        self.avatar.setPixmap(bot_avatar(bot, state, AVATAR))
+        self.name_label.setText(bot.name)
+        line = self._activity.line if self._activity else ""
+        self.line_label.setText(line)
+        self.line_label.setVisible(bool(line))
+
+    def _clear_tasks(self) -> None:
+        while self._tasks_layout.count():
+            item = self._tasks_layout.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.hide()
+                widget.deleteLater()
+        self.task_rows = []
+        self.ended_rows = []
+        self._ended_lines = []
+        self.ended_toggle = None
+
+    def _rule_rows(self) -> list[QWidget]:
+        """Extension point for rules (P3 3f: after the open tasks, before 已结束): the rule rows of this bot.
+        Rules don't exist yet, so there are none."""
+        return []
+
+    def _show_tasks(self, tasks: list[TaskView]) -> None:
+        expanded = self.ended_toggle is not None and self.ended_toggle.isChecked()
+        self._clear_tasks()
+        well = self._tasks_well
+        live = open_tasks(tasks)
+        ended = ended_tasks(tasks, self._now())
+        rules = self._rule_rows()
+        rows: list[QWidget] = []
+        for task in live:
+            task_row = PanelTaskRow(task, well)
+            task_row.opened.connect(self.open_task)
+            self.task_rows.append(task_row)
+            rows.append(task_row)
+        rows.extend(rules)
+        for position, widget in enumerate(rows):
+            if position:
+                self._tasks_layout.addWidget(separator(well))
+            self._tasks_layout.addWidget(widget)
+        if ended:
+            if rows:
+                self._tasks_layout.addWidget(separator(well))
+            toggle = EndedToggle(well)
+            toggle.set_count(len(ended))
+            self._tasks_layout.addWidget(toggle)
+            self.ended_toggle = toggle
+            for task in ended:
+                line = separator(well)
+                line.setVisible(False)
+                self._ended_lines.append(line)
+                self._tasks_layout.addWidget(line)
+                row = PanelTaskRow(task, well)
+                row.opened.connect(self.open_task)
+                row.setVisible(False)
+                self._tasks_layout.addWidget(row)
+                self.ended_rows.append(row)
+            toggle.toggled.connect(self._fold_ended)
+            toggle.setChecked(expanded)
+            self._fold_ended(expanded)
+        self.tasks_group.setVisible(bool(rows or ended))
+
+    def _fold_ended(self, expanded: bool) -> None:
+        for widget in [*self._ended_lines, *self.ended_rows]:
+            widget.setVisible(expanded)
+
+    def _show_approvals(self) -> None:
+        while self._approvals_layout.count():
+            item = self._approvals_layout.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.hide()
+                widget.deleteLater()
+        self.approval_rows = []
+        bot_id = self.bot_id
+        approvals = [i for i in self._items if i.kind == "approval" and i.bot_id == bot_id]
+        well = self._approvals_well
+        for position, approval in enumerate(approvals):
+            if position:
+                self._approvals_layout.addWidget(separator(well))
+            row = AttentionRow(approval, well, self._now)
+            row.actRequested.connect(self._on_act)
+            if approval.id in self._running:
+                row.set_busy(True)
+            self._approvals_layout.addWidget(row)
+            self.approval_rows.append(row)
+        self.approvals_group.setVisible(bool(approvals))
+
+    # -- acting ----------------------------------------------------------------------------------------
+
+    def _on_act(self, item_id: str, action: str, answer: str) -> None:
+        row = next((r for r in self.approval_rows if r.item.id == item_id), None)
+        if row is None or row.busy or self._attention is None:
+            return
+        row.set_busy(True)
+        self._running.add(item_id)
+        body: dict[str, Any] = {"answer": answer} if action == "answer" else {}
+        self._calls.start(
+            self._attention.act(item_id, action, body),
+            done=lambda _result: self._acted(item_id, None),
+            failed=lambda exc: self._acted(item_id, exc),
+        )
+
+    def _acted(self, item_id: str, exc: Exception | None) -> None:
+        self._running.discard(item_id)
+        row = next((r for r in self.approval_rows if r.item.id == item_id), None)
+        if row is not None:
+            if exc is None:
+                row.done()
+            else:
+                row.set_busy(False)
+                row.show_error(t("needs.act_failed", reason=reason(exc)))
+        self.attentionChanged.emit()
+
+    def _escape(self) -> None:
+        if self.showing_detail():
+            self.show_overview()
+        else:
+            self.closeRequested.emit()

@@ -1,0 +1,294 @@
+"""The parts of a task's detail that stand on their own: how its facts read (how long, budget, folder size,
+where it came from), and one run's folded 处理过程 line that opens into its steps.
+
+A run's steps are read only when its line is first opened (most are never opened), and again while it is
+open and the run still works, so a live run grows in place. The store keeps a run's newest 120 steps and a
+note counting the dropped ones; that note is shown as 「前面还有 N 步」 above the list, not as a step.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+
+from core.chat.views import ActivityStep
+from core.tasks.views import RunView, TaskView
+from ui import formatting, theme
+from ui.activity_view import FOLDED, UNFOLDED, StepList
+from ui.i18n import t
+from ui.reloader import Reloader
+from ui.status_dot import StatusDot
+from ui.task_chip import PressableRow
+from ui.theme import DotState
+from ui.wrapped_label import WrappedLabel
+
+log = logging.getLogger(__name__)
+
+MINUTE = 60
+HOUR = 3600
+DAY = 24 * HOUR
+# core.activity.ActivityLog.to_json puts this note first when it dropped older steps.
+DROPPED_NOTE = re.compile(r"^(\d+) earlier steps not kept$")
+
+StepsLoader = Callable[[str], Awaitable[list[dict[str, object]]]]
+
+
+def span(seconds: float) -> str:
+    """How long, as a person says it: 「不到 1 分钟」「12 分钟」「2 小时 5 分钟」「3 天」."""
+    seconds = max(0.0, seconds)
+    if seconds < MINUTE:
+        return t("span.under_minute")
+    if seconds < HOUR:
+        return t("span.minutes", n=int(seconds // MINUTE))
+    if seconds < DAY:
+        hours, rest = divmod(int(seconds), HOUR)
+        minutes = rest // MINUTE
+        return t("span.hours_minutes", h=hours, m=minutes) if minutes else t("span.hours", h=hours)
+    return t("span.days", n=int(seconds // DAY))
+
+
+def task_age(task: TaskView, now: float) -> str:
+    """How long it has been working (to now), or how long it took (to its last change) once ended."""
+    end = task.updated_at if task.group == "ended" else now
+    return span(end - task.created_at) if task.created_at > 0 else ""
+
+
+def money(task: TaskView) -> str:
+    """「约 $0.08 / $1.00」: the budget is always worth saying, the spend even when nothing is spent."""
+    return t("task.budget_line", spent=f"{task.spent_usd:.2f}", budget=f"{task.budget_usd:.2f}")
+
+
+def human_size(size: int) -> str:
+    """1.2 MB, 340 KB, 12 B."""
+    value = float(max(0, size))
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}".replace(".0 ", " ")
+        value /= 1024
+    return f"{value:.1f} TB"
+
+
+def origin_line(task: TaskView) -> str:
+    """「桌面 · 10:02」: the channel it came from (only the desktop for now) and when."""
+    return f"{t('task.channel.desktop')} · {formatting.when(task.created_at)}"
+
+
+def run_dot(run: RunView) -> DotState:
+    if run.state != "ended":
+        return "working"
+    if run.outcome == "failed":
+        return "failed"
+    if run.outcome in ("needs_you", "budget"):
+        return "needs"
+    return "idle"
+
+
+def run_span(run: RunView, now: float) -> str:
+    if run.started_at <= 0:
+        return ""
+    end = run.ended_at if run.state == "ended" else now
+    return span(end - run.started_at) if end >= run.started_at else ""
+
+
+def run_line(position: int, run: RunView, now: float | None = None) -> str:
+    """「第 2 次 · 回答后继续 · 9 步 · 3 分钟」; how it ended only when that is news (not plain done)."""
+    parts = [t("task.run", n=position), t(f"task.cause.{run.cause}"), formatting.step_count(run.steps)]
+    took = run_span(run, time.time() if now is None else now)
+    if took:
+        parts.append(took)
+    if run.state != "ended":
+        parts.append(t(f"task.state.{run.state}"))
+    elif run.outcome and run.outcome != "done":
+        parts.append(t(f"task.outcome.{run.outcome}"))
+    return " · ".join(parts)
+
+
+def parse_steps(rows: Sequence[dict[str, object]]) -> tuple[list[ActivityStep], int]:
+    """Stored rows as steps, and how many older steps were dropped (from the runner's first note)."""
+    dropped = 0
+    steps: list[ActivityStep] = []
+    for position, row in enumerate(rows):
+        step = ActivityStep.from_json(dict(row))
+        match = DROPPED_NOTE.match(step.title) if position == 0 and step.kind == "note" else None
+        if match:
+            dropped = int(match.group(1))
+            continue
+        steps.append(step)
+    return steps, dropped
+
+
+class OriginRow(PressableRow):
+    """来自: 「桌面 · 10:02」 over the user's words; a click opens the conversation they were said in."""
+
+    opened = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("taskOrigin")
+        self.conversation_id = ""
+        self.meta = QLabel(self)
+        self.meta.setObjectName("taskOriginMeta")
+        self.meta.setProperty("role", "muted")
+        self.meta.setFont(theme.font("small"))
+        self.words = WrappedLabel("", self)
+        self.words.setObjectName("taskWords")
+        self.words.setTextFormat(Qt.TextFormat.PlainText)
+        for child in (self.meta, self.words):
+            child.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 2, 0, 2)
+        column.setSpacing(2)
+        column.addWidget(self.meta)
+        column.addWidget(self.words)
+        self.setToolTip(t("task.open_conversation"))
+        self.clicked.connect(lambda: self.opened.emit(self.conversation_id))
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        layout = self.layout()
+        return layout.totalHeightForWidth(width) if layout is not None else super().heightForWidth(width)
+
+    def set_origin(self, task: TaskView, words: str) -> None:
+        self.conversation_id = task.conversation_id
+        self.meta.setText(origin_line(task))
+        self.words.setText(f"「{words}」" if words else "")
+        self.words.setVisible(bool(words))
+        self.setText(words)  # not drawn: what tests and screen readers read
+        self.setEnabled(bool(task.conversation_id))
+        self.updateGeometry()
+
+
+class RunSection(QWidget):
+    """● 「第 1 次 · 开始 · 34 步 · 12 分钟 ▸」, its error under it, and once opened its steps."""
+
+    def __init__(
+        self,
+        task_id: str,
+        position: int,
+        run: RunView,
+        load: StepsLoader,
+        parent: QWidget | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("runRow")
+        self.task_id = task_id
+        self.position = position
+        self.run = run
+        self._load = load
+        self._now = now
+        self._steps: list[ActivityStep] = []
+        self.dropped = 0
+        self.steps_list: StepList | None = None
+        self._reader: Reloader[list[dict[str, object]]] = Reloader(
+            lambda: self._load(self.run.id), self._apply_steps, self._steps_failed
+        )
+
+        self.dot = StatusDot(run_dot(run), 7, self)
+        self.toggle = QPushButton(self)
+        self.toggle.setObjectName("runToggle")
+        self.toggle.setFlat(True)
+        self.toggle.setCheckable(True)
+        self.toggle.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.toggle.toggled.connect(self._on_toggled)
+        # A narrow panel cuts the line rather than widening past its edge; the tooltip has it whole.
+        self.toggle.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.error = WrappedLabel(run.error, self)
+        self.error.setObjectName("runError")
+        self.error.setProperty("role", "muted")
+        self.error.setFont(theme.font("small"))
+        self.error.setTextFormat(Qt.TextFormat.PlainText)
+        self.dropped_label = QLabel(self)
+        self.dropped_label.setObjectName("runDropped")
+        self.dropped_label.setProperty("role", "faint")
+        self.dropped_label.setFont(theme.font("small"))
+        self.dropped_label.hide()
+
+        head = QHBoxLayout()
+        head.setContentsMargins(0, 0, 0, 0)
+        head.setSpacing(6)
+        head.addWidget(self.dot, 0, Qt.AlignmentFlag.AlignVCenter)
+        head.addWidget(self.toggle, 1)
+        self._under = QVBoxLayout()
+        self._under.setContentsMargins(self.dot.sizeHint().width() + 6, 0, 0, 0)
+        self._under.setSpacing(6)
+        self._under.addWidget(self.error)
+        self._under.addWidget(self.dropped_label)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(12, 7, 12, 7)
+        column.setSpacing(2)
+        column.addLayout(head)
+        column.addLayout(self._under)
+        self.set_run(position, run)
+
+    @property
+    def expanded(self) -> bool:
+        return self.toggle.isChecked()
+
+    def set_expanded(self, expanded: bool) -> None:
+        self.toggle.setChecked(expanded)
+
+    def line(self) -> str:
+        """The folded line without its arrow (tests read this, people see it)."""
+        return run_line(self.position, self.run, self._now())
+
+    def steps(self) -> list[ActivityStep]:
+        return list(self._steps)
+
+    def set_run(self, position: int, run: RunView) -> None:
+        """The run was read again: update the line, and the steps too while open and the run changed."""
+        changed = run != self.run
+        self.position = position
+        self.run = run
+        self.dot.set_state(run_dot(run))
+        self.error.setText(run.error)
+        self.error.setVisible(bool(run.error))
+        self._refresh_line()
+        if self.expanded and (changed or run.state != "ended"):
+            self._reader.request()
+
+    def shutdown(self) -> None:
+        self._reader.reset()
+
+    def _refresh_line(self) -> None:
+        arrow = UNFOLDED if self.expanded else FOLDED
+        self.toggle.setText(f"{self.line()} {arrow}" if self.run.steps or self._steps else self.line())
+        hint = t("activity.collapse") if self.expanded else t("activity.expand")
+        self.toggle.setToolTip(f"{self.line()}\n{hint}")
+
+    def _on_toggled(self, expanded: bool) -> None:
+        if expanded and self.steps_list is None:
+            self.steps_list = StepList(self)
+            self._under.addWidget(self.steps_list)
+            self.steps_list.hide()
+        if expanded:
+            self._reader.request()
+        if self.steps_list is not None:
+            self.steps_list.setVisible(expanded and bool(self._steps))
+        self.dropped_label.setVisible(expanded and self.dropped > 0)
+        self._refresh_line()
+
+    def _apply_steps(self, rows: list[dict[str, object]]) -> None:
+        self._steps, self.dropped = parse_steps(rows)
+        self.dropped_label.setText(t("task.steps_dropped", n=self.dropped))
+        self.dropped_label.setVisible(self.expanded and self.dropped > 0)
+        if self.steps_list is not None:
+            self.steps_list.set_steps(self._steps)
+            self.steps_list.setVisible(self.expanded and bool(self._steps))
+        self._refresh_line()
+
+    def _steps_failed(self, exc: Exception) -> None:
+        self.dropped_label.setText(t("task.steps_failed", reason=str(exc) or type(exc).__name__))
+        self.dropped_label.setVisible(self.expanded)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.StyleChange:
+            self._refresh_line()
+        super().changeEvent(event)
