@@ -62,6 +62,7 @@ def _run(data_dir: Path) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.tray import app_icon
+    from app.window_actions import WindowActions
     from core.host import Host
     from ui.bridge import EventBridge
     from ui.main_window import MainWindow
@@ -80,10 +81,11 @@ def _run(data_dir: Path) -> int:
 
     host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
     bridge = EventBridge(host.bus)
-    window = MainWindow(host.chat, bridge, tasks=host.tasks, attention=host.attention)
+    window = MainWindow(host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.bots)
     window.show()
     shown_at = _process_age()
     desktop = _Desktop(data_dir, host, bridge, window, quit_requested.set)
+    actions = WindowActions(host, window, app)
     tray_at = _process_age()
     app.lastWindowClosed.connect(lambda: None if desktop.tray.available else quit_requested.set())
 
@@ -100,6 +102,7 @@ def _run(data_dir: Path) -> int:
             )
             return 1
         desktop.host_started()
+        actions.host_started()
         if probe:
             import psutil
 
@@ -112,8 +115,10 @@ def _run(data_dir: Path) -> int:
             quit_requested.set()
         await quit_requested.wait()
         await desktop.stop()
-        window.shutdown()
+        actions.shutdown()
+        # Closed before the host stops: events from stopping must not start reads of a closing store.
         bridge.close()
+        window.shutdown()
         await host.stop()
         return 0
 
@@ -183,6 +188,7 @@ class _Desktop:
             window,
             window_focused=lambda: window.isVisible() and window.isActiveWindow(),
             raise_window=self.open_window,
+            clock=self._host.clock,
         )
         notifications.on_items(lambda items: self.tray.set_count(len(items)))
         self._host.outbox.on_ring(notifications.on_ring)

@@ -539,7 +539,8 @@ class MainWindow(QMainWindow):
         detail = self.task_detail
         from_needs = detail is not None and pane is detail and detail.back_to == "needs"
         needs_shown = pane is not self.chat_view and (pane is self.needs_you or from_needs)
-        self.tasks_button.setChecked(pane is not self.chat_view and not needs_shown)
+        task_shown = pane is self.task_list or (detail is not None and pane is detail and not from_needs)
+        self.tasks_button.setChecked(task_shown)
         self.needs_you_button.setChecked(needs_shown)
         if pane is self.chat_view:
             self.chat_view.focus_composer()

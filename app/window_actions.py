@@ -1,0 +1,103 @@
+"""What the window asks the app to open: bot settings, app settings, the new-task dialog and the first-run
+card. The window only emits signals; this composes the dialogs over the host's facades."""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QDialog
+
+from app.autostart import launch_command, set_start_at_login
+from core.host import Host
+from core.tasks.views import TaskView
+from ui.app_settings import AppSettingsDialog
+from ui.async_calls import AsyncCalls
+from ui.bot_settings import BotSettingsDialog
+from ui.first_run import FirstRunCard
+from ui.main_window import MainWindow
+from ui.new_task_dialog import NewTaskDialog
+
+log = logging.getLogger(__name__)
+
+
+class WindowActions:
+    def __init__(self, host: Host, window: MainWindow, app: QApplication) -> None:
+        self._host = host
+        self._window = window
+        self._app = app
+        self._calls = AsyncCalls()
+        self._open: QDialog | None = None  # one settings or new-task dialog at a time
+        self._first_run: FirstRunCard | None = None
+        window.settingsRequested.connect(self.open_bot_settings)
+        window.appSettingsRequested.connect(self.open_app_settings)
+        window.newTaskRequested.connect(lambda: self._calls.start(self.open_new_task()))
+
+    def host_started(self) -> None:
+        """Show the first-run card when the default bot has no model; again whenever bots change."""
+        self._calls.start(self.check_first_run())
+
+    async def check_first_run(self) -> None:
+        bots = await self._host.bots.list()
+        default = next((b for b in bots if b.is_default), bots[0] if bots else None)
+        if default is None or default.configured or self._first_run is not None:
+            return
+        card = FirstRunCard(self._host.bots, default.id)
+        card.configured.connect(self._first_run_done)
+        self._first_run = card
+        self._window.show_first_run(card)
+        await card.load()
+
+    def open_bot_settings(self, bot_id: str) -> None:
+        if not self._raise_open():
+            dialog = BotSettingsDialog(self._host.bots, bot_id, self._window)
+            self._show(dialog)
+            self._calls.start(dialog.load())
+
+    def open_app_settings(self) -> None:
+        if not self._raise_open():
+            dialog = AppSettingsDialog(
+                self._host.preferences,
+                lambda enabled: set_start_at_login(enabled, launch_command()),
+                self._app,
+                self._window,
+            )
+            self._show(dialog)
+            self._calls.start(dialog.load())
+
+    async def open_new_task(self) -> None:
+        if self._raise_open():
+            return
+        dialog = NewTaskDialog(
+            self._create_task, await self._host.bots.list(), self._window.current_bot_id(), self._window
+        )
+        self._show(dialog)
+
+    def shutdown(self) -> None:
+        self._calls.cancel_all()
+        if self._open is not None:
+            self._open.close()
+
+    async def _create_task(self, bot_id: str, title: str, brief: str) -> TaskView:
+        # The person's words are the request; they are stored in the conversation so the result lands
+        # under them.
+        return await self._host.tasks.create(
+            bot_id=bot_id or None, words=brief, title=title, record_request=True
+        )
+
+    def _first_run_done(self) -> None:
+        self._window.hide_first_run()
+        self._first_run = None
+
+    def _raise_open(self) -> bool:
+        if self._open is not None and self._open.isVisible():
+            self._open.raise_()
+            self._open.activateWindow()
+            return True
+        return False
+
+    def _show(self, dialog: QDialog) -> None:
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.destroyed.connect(lambda: setattr(self, "_open", None))
+        self._open = dialog
+        dialog.show()
