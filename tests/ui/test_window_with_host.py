@@ -18,6 +18,7 @@ from pytestqt.qtbot import QtBot
 from app.notifications import Notifications
 from app.tray import Tray
 from app.window_actions import WindowActions
+from core.attention.items import AttentionItem
 from core.host import Host
 from tests.fakes.fake_notifier import FakeNotifier
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
@@ -96,7 +97,12 @@ async def test_a_healthy_host_shows_no_needs_you_row_and_no_badge(
         host.attention, host.bots, bridge, FakeNotifier(), window, lambda: False, lambda: None
     )
     counts: list[int] = []
-    notifications.on_items(lambda items: (counts.append(len(items)), tray.set_count(len(items))))
+
+    def on_items(items: list[AttentionItem]) -> None:
+        counts.append(len(items))
+        tray.set_count(len(items))
+
+    notifications.on_items(on_items)
     await window.refresh()
     await notifications.start()
 
