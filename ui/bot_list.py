@@ -18,6 +18,7 @@ from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPixmap
 from core.bots.views import BotActivity, BotView
 from ui import theme
 from ui.avatar import avatar_pixmap, resolve_colour
+from ui.i18n import t
 
 AVATAR_SIZE = 30
 PAD_X = 12
@@ -36,6 +37,9 @@ class BotEntry:
 
     @property
     def line(self) -> str:
+        # Paused is worth a word only when nothing else is said about the bot.
+        if not self.activity.line and self.bot.paused:
+            return t("panel.paused")
         return self.activity.line
 
 

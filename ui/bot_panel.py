@@ -156,6 +156,8 @@ class BotPanel(QWidget):
     conversationOpened = Signal(str)
     attentionChanged = Signal()
     closeRequested = Signal()
+    # The person pressed 继续 on 「后台工作已暂停」 (bot id): background work may start again.
+    resumeRequested = Signal(str)
 
     def __init__(
         self,
@@ -242,22 +244,8 @@ class BotPanel(QWidget):
         head.addLayout(names, 1)
         layout.addLayout(head)
         layout.addSpacing(10)
-
-        # 渠道: only the desktop for now; other channels add their rows here.
-        self.channels_group, _well, channels = self._group(column, t("panel.channels"), "panelChannels")
-        desktop = QWidget(self.channels_group)
-        desktop.setObjectName("panelChannelRow")
-        row = QHBoxLayout(desktop)
-        row.setContentsMargins(12, 9, 12, 9)
-        row.setSpacing(8)
-        row.addWidget(StatusDot("idle", 7, desktop), 0, Qt.AlignmentFlag.AlignVCenter)
-        row.addWidget(QLabel(t("task.channel.desktop"), desktop), 1)
-        connected = QLabel(t("panel.connected"), desktop)
-        connected.setProperty("role", "muted")
-        connected.setFont(theme.font("small"))
-        row.addWidget(connected)
-        channels.addWidget(desktop)
-        layout.addWidget(self.channels_group)
+        layout.addWidget(self._build_paused_row(column))
+        layout.addWidget(self._build_channels(column))
 
         self.approvals_group, self._approvals_well, self._approvals_layout = self._group(
             column, t("panel.approvals"), "panelApprovals"
@@ -279,6 +267,40 @@ class BotPanel(QWidget):
         layout.addWidget(self.notice)
         layout.addStretch(1)
         return column
+
+    def _build_paused_row(self, column: QWidget) -> QWidget:
+        # Shown only while the bot's background work is paused (P3 "Manual pause"): calm, with the way back.
+        self.paused_row = QWidget(column)
+        self.paused_row.setObjectName("panelPausedRow")
+        paused = QHBoxLayout(self.paused_row)
+        paused.setContentsMargins(12, 8, 12, 8)
+        paused.setSpacing(8)
+        paused.addWidget(StatusDot("idle", 7, self.paused_row), 0, Qt.AlignmentFlag.AlignVCenter)
+        paused.addWidget(QLabel(t("panel.paused"), self.paused_row), 1)
+        self.resume_button = QPushButton(t("panel.resume"), self.paused_row)
+        self.resume_button.setObjectName("panelResume")
+        self.resume_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.resume_button.clicked.connect(self._resume)
+        paused.addWidget(self.resume_button)
+        self.paused_row.hide()
+        return self.paused_row
+
+    def _build_channels(self, column: QWidget) -> QWidget:
+        # 渠道: only the desktop for now; other channels add their rows here.
+        self.channels_group, _well, channels = self._group(column, t("panel.channels"), "panelChannels")
+        desktop = QWidget(self.channels_group)
+        desktop.setObjectName("panelChannelRow")
+        row = QHBoxLayout(desktop)
+        row.setContentsMargins(12, 9, 12, 9)
+        row.setSpacing(8)
+        row.addWidget(StatusDot("idle", 7, desktop), 0, Qt.AlignmentFlag.AlignVCenter)
+        row.addWidget(QLabel(t("task.channel.desktop"), desktop), 1)
+        connected = QLabel(t("panel.connected"), desktop)
+        connected.setProperty("role", "muted")
+        connected.setFont(theme.font("small"))
+        row.addWidget(connected)
+        channels.addWidget(desktop)
+        return self.channels_group
 
     def _group(self, parent: QWidget, title: str, name: str) -> tuple[QWidget, QFrame, QVBoxLayout]:
         """A small label over one well; the rows go into the returned layout."""
@@ -449,6 +471,13 @@ class BotPanel(QWidget):
         line = self._activity.line if self._activity else ""
         self.line_label.setText(line)
         self.line_label.setVisible(bool(line))
+        self.paused_row.setVisible(bot.paused)
+        self.resume_button.setEnabled(True)
+
+    def _resume(self) -> None:
+        if self._bot is not None:
+            self.resume_button.setEnabled(False)  # one click; the row goes when the bot reads unpaused
+            self.resumeRequested.emit(self._bot.id)
 
     def _clear_tasks(self) -> None:
         while self._tasks_layout.count():

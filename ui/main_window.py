@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
 from core.bots.facade import BotFacade
-from core.bots.views import BotActivity, BotView
+from core.bots.views import BotActivity, BotUpdate, BotView
 from core.chat.facade import ChatFacade
 from core.chat.views import ConversationView
 from core.tasks.facade import TaskFacade
@@ -219,6 +219,9 @@ class MainWindow(QMainWindow):
         self.bot_panel.conversationOpened.connect(self.open_conversation)
         self.bot_panel.attentionChanged.connect(self.reload_attention)
         self.bot_panel.closeRequested.connect(lambda: self.set_bot_panel_visible(False))
+        self.bot_panel.resumeRequested.connect(
+            lambda bot_id: self._calls.start(bots.update(bot_id, BotUpdate(paused=False)))
+        )
         self.bot_panel.hide()
         self._splitter.addWidget(self.bot_panel)
         self._splitter.setStretchFactor(2, 0)

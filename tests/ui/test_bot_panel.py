@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
+from core.bots.views import BotUpdate
 from core.chat.views import ActivityStep
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
@@ -239,3 +240,18 @@ async def test_the_panel_shows_this_bots_approvals_and_acts_on_them(
     await wait_until(lambda: attention.acted == [(approval.id, "approve", {})])
     attention.remove(approval.id)
     await wait_until(lambda: not panel.approvals_group.isVisible())
+
+
+async def test_a_paused_bot_says_so_in_the_panel_and_resume_unpauses_it(
+    panel_window: MainWindow, facade: FakeChatFacade, bots: FakeBotFacade
+) -> None:
+    facade.add_conversation("GPU")
+    panel = await open_panel(panel_window)
+    assert not panel.paused_row.isVisible()  # healthy: nothing drawn
+
+    await bots.update("bot-1", BotUpdate(paused=True))
+    await wait_until(panel.paused_row.isVisible)
+    QTest.mouseClick(panel.resume_button, Qt.MouseButton.LeftButton)
+
+    await wait_until(lambda: not panel.paused_row.isVisible())
+    assert [(bot_id, change.paused) for bot_id, change in bots.updates] == [("bot-1", True), ("bot-1", False)]

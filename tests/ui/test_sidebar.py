@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLabel, QToolButton
 from pytestqt.qtbot import QtBot
 
 from core.bots.activity import BotActivityReader
-from core.bots.views import BotActivity
+from core.bots.views import BotActivity, BotUpdate
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
@@ -194,3 +194,16 @@ async def test_the_first_run_card_stands_in_for_the_chat(
     bot_window.hide_first_run()
     assert bot_window.shown_pane() is bot_window.chat_view
     assert bot_window.pane.indexOf(card) < 0
+
+
+async def test_a_paused_idle_bot_says_paused_under_its_name(
+    bot_window: MainWindow, facade: FakeChatFacade, bots: LiveBots, tasks: FakeTaskFacade
+) -> None:
+    facade.add_conversation("GPU")
+    await bot_window.refresh()
+    await wait_until(lambda: states(bot_window).get("天天") == ("idle", ""))
+
+    await bots.update("bot-1", BotUpdate(paused=True))
+    await wait_until(lambda: states(bot_window)["天天"] == ("idle", "Background work is paused"))
+    tasks.add_task("Chat keeps going", stage="working")  # what it is doing says more than paused
+    await wait_until(lambda: states(bot_window)["天天"] == ("working", "Working…"))
