@@ -5,6 +5,7 @@ One step per model response, tool call and job."""
 from __future__ import annotations
 
 import json
+import re
 
 from core.agent import events as ev
 from core.chat.views import ActivityStep
@@ -113,7 +114,19 @@ class ActivityLog:
     def to_json(self) -> list[dict[str, object]]:
         steps = [s.to_json() for s in self._steps]
         if self.dropped:
-            steps.insert(
-                0, ActivityStep(kind="note", title=f"{self.dropped} earlier steps not kept").to_json()
-            )
+            steps.insert(0, dropped_note(self.dropped).to_json())
         return steps
+
+
+def dropped_note(count: int) -> ActivityStep:
+    """The first stored step of a log that dropped `count` older steps (readable in exports as it is)."""
+    return ActivityStep(kind="note", title=f"{count} earlier steps not kept")
+
+
+_DROPPED = re.compile(r"^(\d+) earlier steps not kept$")
+
+
+def dropped_count(step: ActivityStep) -> int | None:
+    """How many steps a `dropped_note` stands for; None for any other step."""
+    match = _DROPPED.match(step.title) if step.kind == "note" else None
+    return int(match.group(1)) if match else None

@@ -9,13 +9,13 @@ note counting the dropped ones; that note is shown as 「前面还有 N 步」 a
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
+from core.activity import dropped_count
 from core.chat.views import ActivityStep
 from core.tasks.views import RunView, TaskView
 from ui import formatting, theme
@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 MINUTE = 60
 HOUR = 3600
 DAY = 24 * HOUR
-# core.activity.ActivityLog.to_json puts this note first when it dropped older steps.
-DROPPED_NOTE = re.compile(r"^(\d+) earlier steps not kept$")
 
 StepsLoader = Callable[[str], Awaitable[list[dict[str, object]]]]
 
@@ -114,9 +112,9 @@ def parse_steps(rows: Sequence[dict[str, object]]) -> tuple[list[ActivityStep], 
     steps: list[ActivityStep] = []
     for position, row in enumerate(rows):
         step = ActivityStep.from_json(dict(row))
-        match = DROPPED_NOTE.match(step.title) if position == 0 and step.kind == "note" else None
-        if match:
-            dropped = int(match.group(1))
+        count = dropped_count(step) if position == 0 else None
+        if count is not None:
+            dropped = count
             continue
         steps.append(step)
     return steps, dropped

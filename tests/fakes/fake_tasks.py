@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.activity import dropped_note
 from core.bus import EventBus
 from core.chat.views import ActivityStep, TaskChip
 from core.errors import NotFoundError
@@ -227,7 +228,7 @@ class FakeTaskFacade:
         announce the task, as a step saved mid-run does."""
         rows = [step.to_json() for step in steps]
         if dropped:
-            rows.insert(0, ActivityStep(kind="note", title=f"{dropped} earlier steps not kept").to_json())
+            rows.insert(0, dropped_note(dropped).to_json())
         self.run_steps[run_id] = rows
         self.bus.publish(TaskChanged(task_id))
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from core.activity import MAX_STEPS, ActivityLog
+from core.activity import MAX_STEPS, ActivityLog, dropped_count, dropped_note
 from core.agent import events as ev
+from core.chat.views import ActivityStep
 
 
 def test_a_tool_call_and_its_result_make_one_step_with_the_command_in_its_title() -> None:
@@ -43,3 +44,9 @@ def test_only_the_newest_steps_are_kept_and_the_dropped_ones_are_counted() -> No
     assert log.steps[-1].title == f"read_file: f{MAX_STEPS + 4}"
     stored = log.to_json()
     assert stored[0]["title"] == "5 earlier steps not kept" and len(stored) == MAX_STEPS + 1
+
+
+def test_the_dropped_note_reads_back_as_its_count_and_nothing_else_does() -> None:
+    assert dropped_count(dropped_note(130)) == 130
+    assert dropped_count(ActivityStep(kind="tool", title="130 earlier steps not kept")) is None
+    assert dropped_count(ActivityStep(kind="note", title="Interrupted")) is None
