@@ -287,6 +287,9 @@ class TaskRowDelegate(QStyledItemDelegate):
             top = 0 if index.row() == 0 else self.SECTION_TOP
             return QSize(200, top + small.height() + self.SECTION_BOTTOM)
         body = QFontMetrics(theme.font("body"))
+        task = index.data(TaskRole)
+        if isinstance(task, TaskView) and not task.latest_line.strip():
+            return QSize(200, self.PAD_Y * 2 + body.height())  # no latest line yet: no empty gap under it
         return QSize(200, self.PAD_Y * 2 + body.height() + self.GAP + small.height())
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
