@@ -252,6 +252,14 @@ class TaskListModel(QAbstractListModel):
                 self._rows.append(("task", task, position == 0, position == len(tasks) - 1))
         self.endResetModel()
 
+    def shape(self, row: int) -> tuple[str, bool]:
+        """What a row's height depends on: a section (and whether it is the first row), or a task (and
+        whether it has a latest line under its title; without one it is one line high)."""
+        kind, value, _first, _last = self._rows[row]
+        if kind == "section":
+            return ("section", row == 0)
+        return ("task", isinstance(value, TaskView) and bool(value.latest_line.strip()))
+
     def tasks(self) -> list[TaskView]:
         return [value for kind, value, _f, _l in self._rows if kind == "task" and isinstance(value, TaskView)]
 
@@ -281,16 +289,31 @@ class TaskRowDelegate(QStyledItemDelegate):
     SECTION_TOP = 14
     SECTION_BOTTOM = 6
 
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        # Row heights depend only on the fonts and the row's shape; Qt asks for every row's size on each
+        # reset, so measuring once keeps a 1,000-task list from spending frames on font metrics.
+        self._heights: dict[tuple[str, bool], int] = {}
+
+    def forget_metrics(self) -> None:
+        """The fonts changed (theme or system): measure again."""
+        self._heights.clear()
+
     def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
+        model = index.model()
+        # Read straight from our model: going through index.data() converts values for every row.
+        shape = model.shape(index.row()) if isinstance(model, TaskListModel) else ("task", True)
+        height = self._heights.get(shape)
+        if height is None:
+            height = self._heights[shape] = self._measure(*shape)
+        return QSize(200, height)
+
+    def _measure(self, kind: str, flag: bool) -> int:
         small = QFontMetrics(theme.font("small"))
-        if index.data(KindRole) == "section":
-            top = 0 if index.row() == 0 else self.SECTION_TOP
-            return QSize(200, top + small.height() + self.SECTION_BOTTOM)
+        if kind == "section":
+            return (0 if flag else self.SECTION_TOP) + small.height() + self.SECTION_BOTTOM
         body = QFontMetrics(theme.font("body"))
-        task = index.data(TaskRole)
-        if isinstance(task, TaskView) and not task.latest_line.strip():
-            return QSize(200, self.PAD_Y * 2 + body.height())  # no latest line yet: no empty gap under it
-        return QSize(200, self.PAD_Y * 2 + body.height() + self.GAP + small.height())
+        return self.PAD_Y * 2 + body.height() + ((self.GAP + small.height()) if flag else 0)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         c = theme.colors()
@@ -414,7 +437,8 @@ class TaskListView(TaskPane):
         self.list = QListView(self)
         self.list.setObjectName("taskListView")
         self.list.setModel(self.model)
-        self.list.setItemDelegate(TaskRowDelegate(self.list))
+        self.delegate = TaskRowDelegate(self.list)
+        self.list.setItemDelegate(self.delegate)
         self.list.setFrameShape(QFrame.Shape.NoFrame)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
@@ -450,6 +474,11 @@ class TaskListView(TaskPane):
 
     async def reload(self) -> None:
         await self._reader.request()
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.StyleChange, QEvent.Type.FontChange):
+            self.delegate.forget_metrics()  # the theme or the system font changed: rows measure again
+        super().changeEvent(event)
 
     def on_task_changed(self, _task_id: str) -> None:
         if self._active:
