@@ -9,13 +9,14 @@ may be `held` (quiet hours, a closed channel window), and ends `sent` (with the 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from core.store.chunks import chunked
 from core.store.errors import NotFoundError
 from core.store.models import DeliveryRow
 
@@ -172,6 +173,16 @@ def deliveries_of_task(s: Session, task_id: str) -> list[DeliveryRecord]:
         return []  # rule deliveries have task_id ''; that must not list them all
     stmt = select(DeliveryRow).where(DeliveryRow.task_id == task_id).order_by(*_OLDEST_FIRST)
     return [_record(row) for row in s.scalars(stmt)]
+
+
+def deliveries_of_tasks(s: Session, task_ids: Collection[str]) -> dict[str, list[DeliveryRecord]]:
+    """`deliveries_of_task` for many tasks in a few queries."""
+    found: dict[str, list[DeliveryRecord]] = {task_id: [] for task_id in task_ids if task_id}
+    for chunk in chunked(list(found)):
+        stmt = select(DeliveryRow).where(DeliveryRow.task_id.in_(chunk)).order_by(*_OLDEST_FIRST)
+        for row in s.scalars(stmt):
+            found[row.task_id].append(_record(row))
+    return found
 
 
 def mark_sent(s: Session, id: str, *, now: float, message_id: int) -> DeliveryRecord:

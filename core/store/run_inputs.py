@@ -6,12 +6,14 @@ The agent drops its queued inbox on a restart, so every input is stored first: c
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from core.store.chunks import chunked
 from core.store.errors import NotFoundError
 from core.store.models import RunInputRow
 
@@ -76,6 +78,16 @@ def inputs_of_task(s: Session, task_id: str) -> list[RunInputRecord]:
         return []  # rule inputs have task_id ''; that must not list them all
     stmt = select(RunInputRow).where(RunInputRow.task_id == task_id).order_by(*_OLDEST_FIRST)
     return [_record(row) for row in s.scalars(stmt)]
+
+
+def inputs_of_tasks(s: Session, task_ids: Collection[str]) -> dict[str, list[RunInputRecord]]:
+    """`inputs_of_task` for many tasks in a few queries."""
+    found: dict[str, list[RunInputRecord]] = {task_id: [] for task_id in task_ids if task_id}
+    for chunk in chunked(list(found)):
+        stmt = select(RunInputRow).where(RunInputRow.task_id.in_(chunk)).order_by(*_OLDEST_FIRST)
+        for row in s.scalars(stmt):
+            found[row.task_id].append(_record(row))
+    return found
 
 
 def untaken_inputs(s: Session, task_id: str) -> list[RunInputRecord]:

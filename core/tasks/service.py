@@ -46,7 +46,7 @@ from core.tasks.recovery import LiveRun, PendingInput, TaskFacts, plan_recovery
 from core.tasks.report import Report, validate_report
 from core.tasks.runner import SETTLE_LIMIT_S, TASK_PREFIX, TASK_RETRY, TaskRunner, task_session_id
 from core.tasks.slots import SlotPolicy, Slots
-from core.tasks.stage_facts import TaskState, load_state
+from core.tasks.stage_facts import TaskState, load_state, load_states
 from core.tasks.tools import chat_task_tools, task_report_tool
 from core.tasks.views import RunView, TaskDetail, TaskView
 
@@ -341,7 +341,11 @@ class TaskService:
         if bot_id:
             await self._bots.get(bot_id)
         tasks = await self._db.read(lambda s: task_rows.list_tasks(s, bot_id=bot_id))
-        views = [(await self._state(t)).view(lang) for t in tasks if t.end_reason != "archived"]
+        shown = [t for t in tasks if t.end_reason != "archived"]
+        active = {t.id for t in shown if self.runner.active_run(t.id) is not None}
+        # One trip to the database thread for every task's state: the list is re-read on each change.
+        states = await self._db.read(lambda s: load_states(s, shown, active=active))
+        views = [state.view(lang) for state in states]
         return [v for v in views if not groups or v.group in groups]
 
     async def detail(self, task_id: str, lang: str = "zh") -> TaskDetail:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -11,6 +12,7 @@ from core.store import approvals as approval_rows
 from core.store import deliveries as delivery_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
+from core.store.approvals import ApprovalRecord
 from core.store.deliveries import DeliveryRecord
 from core.store.run_inputs import RunInputRecord
 from core.store.runs import RunRecord
@@ -65,9 +67,48 @@ class TaskState:
 
 
 def load_state(s: Session, task: TaskRecord, *, active: bool) -> TaskState:
-    runs = run_rows.runs_of_task(s, task.id)
-    inputs = input_rows.inputs_of_task(s, task.id)
-    deliveries = delivery_rows.deliveries_of_task(s, task.id)
+    return state_of(
+        task,
+        run_rows.runs_of_task(s, task.id),
+        input_rows.inputs_of_task(s, task.id),
+        delivery_rows.deliveries_of_task(s, task.id),
+        approval_rows.open_approvals(s, task_id=task.id),
+        active=active,
+    )
+
+
+def load_states(s: Session, tasks: Sequence[TaskRecord], *, active: Collection[str]) -> list[TaskState]:
+    """`load_state` for many tasks in a few queries; `active` holds the ids of tasks with a live run."""
+    ids = [task.id for task in tasks]
+    runs = run_rows.runs_of_tasks(s, ids)
+    inputs = input_rows.inputs_of_tasks(s, ids)
+    deliveries = delivery_rows.deliveries_of_tasks(s, ids)
+    waiting: dict[str, list[ApprovalRecord]] = {}
+    for item in approval_rows.open_approvals(s):
+        waiting.setdefault(item.task_id, []).append(item)
+    return [
+        state_of(
+            task,
+            runs.get(task.id, []),
+            inputs.get(task.id, []),
+            deliveries.get(task.id, []),
+            waiting.get(task.id, []),
+            active=task.id in active,
+        )
+        for task in tasks
+    ]
+
+
+def state_of(
+    task: TaskRecord,
+    runs: list[RunRecord],
+    inputs: list[RunInputRecord],
+    deliveries: list[DeliveryRecord],
+    waiting: list[ApprovalRecord],
+    *,
+    active: bool,
+) -> TaskState:
+    """The task's state from its rows (pure: the stage function decides)."""
     latest_said = Report.from_json(json.loads(task.report)) if task.report else None
     ended = [r for r in runs if r.state == "ended"]
     last = ended[-1] if ended else None
@@ -78,7 +119,6 @@ def load_state(s: Session, task: TaskRecord, *, active: bool) -> TaskState:
     since = last.ended_at if last else 0.0
     person_since = any(i.from_person and i.created_at > since for i in inputs) if last else False
     latest_delivery = max(deliveries, key=lambda d: d.created_at, default=None)
-    waiting = approval_rows.open_approvals(s, task_id=task.id)
     questions = [a for a in waiting if a.kind == "question"]
     approvals = [a for a in waiting if a.kind == "approval"]
     blocking = [q for q in questions if q.default is None]
