@@ -123,6 +123,39 @@ async def _phase(host: Host, probe: LagProbe, tag: str, seconds: float, chat_id:
     return lags
 
 
+async def _expand_runs(window: MainWindow) -> None:
+    detail = window.task_detail
+    assert detail is not None
+    for _ in range(50):  # the detail reads its runs asynchronously
+        runs = detail.runs
+        if runs:
+            for section in runs:
+                section.set_expanded(True)
+            return
+        await asyncio.sleep(0.02)
+
+
+async def _follow(
+    host: Host, probe: LagProbe, task_ids: list[str], seconds: float, window: MainWindow
+) -> list[float]:
+    probe.start()
+    ended = {"ready", "failed", "stopped"}
+    queue, unsubscribe = host.bus.queue(lambda e: isinstance(e, TaskChanged))
+
+    async def until_all_ended() -> None:
+        while True:
+            views = {v.id: v for v in await host.tasks.list_tasks()}
+            if all(views[t].stage in ended for t in task_ids if t in views):
+                return
+            await _expand_runs(window)
+            await queue.get()
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(until_all_ended(), seconds)
+    unsubscribe()
+    return probe.stop()
+
+
 async def run(app: QApplication, data_dir: Path) -> None:
     model, url = _start_model(steps=25)
     try:
@@ -132,7 +165,8 @@ async def run(app: QApplication, data_dir: Path) -> None:
             model_override=ModelConfig(url, "fake-model", "sk-bench"),
             chat_retry=RetryPolicy(delays_s=(0.05,)),
         )
-        window = MainWindow(host.chat, EventBridge(host.bus), tasks=host.tasks, attention=host.attention)
+        bridge = EventBridge(host.bus)
+        window = MainWindow(host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.bots)
         window.resize(1120, 820)
         window.show()
         await host.start()
@@ -153,6 +187,18 @@ async def run(app: QApplication, data_dir: Path) -> None:
             f"chat shown and streaming, {RUNS} runs stepping",
             _figure(await _phase(host, probe, "chat", 8, chat_id)),
         )
+        first = (await host.tasks.create(bot_id=None, words="warm-up", title="detail-0")).id
+        window.open_task(first, back_to="list")
+        others = [
+            await host.tasks.create(bot_id=None, words=f"bench work detail {i}", title=f"detail-{i}")
+            for i in range(1, RUNS)
+        ]
+        await _expand_runs(window)
+        line(
+            f"task detail shown, its steps live, {RUNS} runs stepping",
+            _figure(await _follow(host, probe, [first, *(t.id for t in others)], 8, window)),
+        )
+        bridge.close()
         window.shutdown()
         await host.stop()
     finally:

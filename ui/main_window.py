@@ -270,7 +270,7 @@ class MainWindow(QMainWindow):
             lambda: attention.items(lang=language()), self._apply_attention, self._attention_failed
         )
         bridge.attentionChanged.connect(self.reload_attention)
-        self.reload_attention()
+        # Not read here: the host may not have started yet; refresh() reads it once it has.
 
     async def refresh(self) -> None:
         """Load the conversations (creating a first one if there is none) and show the selected one."""

@@ -14,6 +14,7 @@ os.environ.setdefault("ERRAND_LANG", "en")
 os.environ.setdefault("ERRAND_THEME", "light")
 
 import asyncio
+import gc
 import time
 from collections.abc import Callable, Iterator, Mapping
 
@@ -28,9 +29,27 @@ from ui.bridge import EventBridge
 from ui.main_window import MainWindow
 
 
+class _TestLoop(qasync.QEventLoop):  # type: ignore[misc]
+    """qasync's loop, but closing it kills its pending Qt timers at once.
+
+    qasync's close() only marks its timer object stopped; the Qt timers stay registered until they next
+    fire. Each test gets a new loop, so the old loop's timer object can be garbage-collected while some
+    are still registered, and when that collection happens on a worker thread (the database thread
+    allocates too) Qt cannot unregister them: the next test's event loop fires a timer on a deleted
+    object and the process segfaults. Killing them here, on the main thread, leaves nothing to fire."""
+
+    def close(self) -> None:
+        super().close()
+        timer = self._timer
+        callbacks: dict[int, object] = getattr(timer, "_SimpleTimer__callbacks", {})
+        for timer_id in list(callbacks):
+            timer.killTimer(timer_id)
+        callbacks.clear()
+
+
 def _qt_loop() -> asyncio.AbstractEventLoop:
     app = QApplication.instance() or QApplication([])
-    loop: asyncio.AbstractEventLoop = qasync.QEventLoop(app)
+    loop: asyncio.AbstractEventLoop = _TestLoop(app)
     return loop
 
 
@@ -46,6 +65,9 @@ def _styled_app(qapp: QApplication) -> Iterator[None]:
     theme.apply_theme(qapp, "light")
     yield
     i18n.use_language(None)
+    # Collect this test's Qt objects now, on the main thread, not whenever a worker thread happens to
+    # trigger a collection (a QObject destroyed off its thread leaves its timers registered).
+    gc.collect()
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
