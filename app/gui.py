@@ -19,6 +19,8 @@ from app.secrets import make_secret_store
 from app.settings_from_env import model_override
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
     from app.notifications import Notifications
     from app.power import PowerWatch
     from core.host import Host
@@ -57,24 +59,38 @@ def run_gui(data_dir: Path) -> int:
     return _run(data_dir)
 
 
-def _run(data_dir: Path) -> int:
-    import qasync
+def _application(data_dir: Path) -> QApplication:
+    """The Qt application, named and styled with the person's choices from Settings (read before anything
+    is built: a language change takes a restart)."""
     from PySide6.QtWidgets import QApplication
 
     from app.tray import app_icon
-    from app.window_actions import WindowActions
-    from core.host import Host
-    from ui.bridge import EventBridge
-    from ui.main_window import MainWindow
+    from core.preferences_service import stored_preferences
+    from ui.i18n import use_language
     from ui.theme import apply_theme
 
-    # ERRAND_STARTUP_PROBE=1 prints start-up timings and quits once the host is up (bench/startup.py).
-    probe = os.environ.get("ERRAND_STARTUP_PROBE") == "1"
     app = QApplication.instance() or QApplication(sys.argv)
     assert isinstance(app, QApplication)
     app.setApplicationName("Errand")
     app.setWindowIcon(app_icon())
-    apply_theme(app)
+    chosen = stored_preferences(data_dir / "errand.db")
+    if chosen.language != "auto":
+        use_language(chosen.language)
+    apply_theme(app, None if chosen.theme == "auto" else chosen.theme)
+    return app
+
+
+def _run(data_dir: Path) -> int:
+    import qasync
+
+    from app.window_actions import WindowActions
+    from core.host import Host
+    from ui.bridge import EventBridge
+    from ui.main_window import MainWindow
+
+    # ERRAND_STARTUP_PROBE=1 prints start-up timings and quits once the host is up (bench/startup.py).
+    probe = os.environ.get("ERRAND_STARTUP_PROBE") == "1"
+    app = _application(data_dir)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     quit_requested = asyncio.Event()

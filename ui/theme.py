@@ -112,6 +112,7 @@ class _Current:
     scheme: Scheme = "light"
     base_font: QFont | None = None
     following = False
+    chosen: Scheme | None = None  # the person's choice in Settings; None follows the system
 
 
 _current = _Current()
@@ -141,12 +142,18 @@ def apply_theme(app: QApplication, chosen: Scheme | None = None) -> Scheme:
         app.setFont(_current.base_font)
     picked = chosen or system_scheme()
     _current.scheme = picked
+    _current.chosen = chosen
     app.setPalette(_palette(colors()))
     app.setStyleSheet(_stylesheet(picked))
     if chosen is None and not _current.following and not os.environ.get("ERRAND_THEME"):
         _current.following = True
-        QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: apply_theme(app))
+        QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: _follow_system(app))
     return picked
+
+
+def _follow_system(app: QApplication) -> None:
+    if _current.chosen is None:  # a scheme picked in Settings stays put when the system's changes
+        apply_theme(app)
 
 
 FontRole = Literal["body", "title", "strong", "small", "caption", "mono"]

@@ -42,3 +42,20 @@ def test_the_ui_font_falls_back_to_simplified_chinese(qapp: QApplication) -> Non
     families = qapp.font().families()
     assert "Noto Sans CJK SC" in families
     assert families.index("Noto Sans CJK SC") > 0  # the platform's UI font stays first for Latin text
+
+
+def test_a_scheme_chosen_in_settings_stays_when_the_system_changes(
+    qapp: QApplication, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(theme, "system_scheme", lambda: "light")
+    theme.apply_theme(qapp, "dark")
+    theme._follow_system(qapp)  # what the system's colour-scheme signal calls
+    assert theme.scheme() == "dark"
+
+    theme.apply_theme(qapp, None)  # back to 跟随系统
+    monkeypatch.setattr(theme, "system_scheme", lambda: "dark")
+    theme._follow_system(qapp)
+    assert theme.scheme() == "dark"
+    monkeypatch.setattr(theme, "system_scheme", lambda: "light")
+    theme._follow_system(qapp)
+    assert theme.scheme() == "light"

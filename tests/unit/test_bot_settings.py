@@ -26,9 +26,10 @@ from core.delivery.policy import Pending, QuietHours, decide
 from core.errors import InvalidInputError, NotFoundError, UnavailableError
 from core.events import BotsChanged
 from core.preferences import Preferences, PreferencesUpdate
-from core.preferences_service import PreferencesService
+from core.preferences_service import PreferencesService, stored_preferences
 from core.store import bots as bot_rows
 from core.store import conversations as conv_rows
+from core.store import settings as setting_rows
 from core.store.bots import BotChanges
 from core.store.database import Database
 from core.store.migrations import run_migrations
@@ -422,3 +423,20 @@ async def test_a_connection_test_checks_its_url_and_model_first(service: BotServ
     with pytest.raises(InvalidInputError) as caught:
         await service.test_connection("https://api.example.com/v1", " ")
     assert caught.value.field == "model"
+
+
+async def test_stored_preferences_are_read_before_the_host_starts(tmp_path: Path, clock: FakeClock) -> None:
+    data = tmp_path / "prefs"
+    assert stored_preferences(data / "errand.db") == Preferences()  # no database yet: the defaults
+    database = Database.for_data_dir(data, clock=clock)
+    await database.open()
+    await PreferencesService(database, clock).update_preferences(
+        PreferencesUpdate(language="en", theme="dark", start_at_login=True)
+    )
+    await database.write(lambda s: setting_rows.set_setting(s, "preferences.theme", "sepia", now=1.0))
+    await database.close()
+
+    # Read without the host, as the app does before it builds the window; a bad value reads as default.
+    assert stored_preferences(data / "errand.db") == Preferences(
+        language="en", theme="auto", start_at_login=True
+    )
