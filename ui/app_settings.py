@@ -32,7 +32,7 @@ from core.preferences import (
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
-from ui.bot_settings import Combo, FieldRow, Section, Switch, button, field_message, small_label
+from ui.form import Combo, FieldRow, Section, Switch, button, dialog_footer, field_message, small_label
 from ui.i18n import t
 
 log = logging.getLogger(__name__)
@@ -86,15 +86,8 @@ class AppSettingsDialog(QDialog):
         self.save_button.setDefault(True)
         self.save_button.setEnabled(False)  # until the preferences are read
         self.save_button.clicked.connect(self.save)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        buttons.addWidget(self.cancel_button)
-        buttons.addWidget(self.save_button)
-        foot = QVBoxLayout()
+        foot = dialog_footer(self.error, self.cancel_button, self.save_button)
         foot.setContentsMargins(24, 0, 24, 0)
-        foot.setSpacing(6)
-        foot.addWidget(self.error)
-        foot.addLayout(buttons)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 14)
         outer.setSpacing(6)

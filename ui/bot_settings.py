@@ -11,7 +11,7 @@ anything: a refused field is said under that field and the dialog stays open wit
 missing keyring (UnavailableError) is said plainly above the buttons. Cancel discards. An empty key field
 leaves the stored key alone; 清除 removes it on save.
 
-The page's building blocks (`Section`, `FieldRow`, `Switch`) are shared with the app settings and the
+The page's building blocks are in `ui.form`, shared with the app settings, the new-task dialog and the
 first-run card.
 """
 
@@ -19,20 +19,15 @@ from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, Qt, QTime, Signal
-from PySide6.QtGui import QCloseEvent, QColor, QIcon, QPainter, QPaintEvent, QPen, QPixmap
+from PySide6.QtCore import QRectF, QSize, Qt, QTime, Signal
+from PySide6.QtGui import QCloseEvent, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QButtonGroup,
-    QCheckBox,
-    QComboBox,
     QDialog,
     QFrame,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
-    QLayout,
     QLineEdit,
-    QPushButton,
     QRadioButton,
     QScrollArea,
     QTimeEdit,
@@ -49,6 +44,18 @@ from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.avatar import avatar_pixmap, resolve_colour, shade
+from ui.connection_check import show_check
+from ui.form import (
+    Combo,
+    FieldRow,
+    Section,
+    Switch,
+    button,
+    dialog_footer,
+    field_message,
+    line_input,
+    small_label,
+)
 from ui.i18n import language, t
 from ui.status_dot import StatusDot
 from ui.wrapped_label import WrappedLabel
@@ -60,7 +67,6 @@ MIN_TASK_SLOTS = 1
 MAX_TASK_SLOTS = 4
 PERMISSION_PRESETS: tuple[str, ...] = ("read-only", "workspace-write", "full")
 CUSTOM = "custom"
-LABEL_WIDTH = 96
 AVATAR_PREVIEW = 40
 SWATCH = 22
 # The calm default (P3 §6) offered again when quiet hours are turned back on after being off.
@@ -68,190 +74,6 @@ DEFAULT_QUIET = ("22:00", "08:00")
 
 
 # -- building blocks -----------------------------------------------------------------------------------
-
-
-class Switch(QCheckBox):
-    """An on/off switch: a QCheckBox (same API and signals) drawn as a small track with a knob, the text on
-    its right."""
-
-    TRACK_W = 30
-    TRACK_H = 18
-    GAP = 8
-
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(text, parent)
-        self.setObjectName("settingsSwitch")
-        self.setCursor(Qt.CursorShape.PointingHandCursor)
-
-    def sizeHint(self) -> QSize:
-        text_w = self.fontMetrics().horizontalAdvance(self.text()) if self.text() else 0
-        height = max(self.TRACK_H, self.fontMetrics().height()) + 4
-        return QSize(self.TRACK_W + (self.GAP + text_w if text_w else 0) + 2, height)
-
-    def minimumSizeHint(self) -> QSize:
-        return self.sizeHint()
-
-    def hitButton(self, pos: QPoint) -> bool:
-        return True  # the whole widget, text included, toggles
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        c = theme.colors()
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        top = (self.height() - self.TRACK_H) / 2
-        track = QRectF(1, top, self.TRACK_W, self.TRACK_H)
-        on = self.isChecked()
-        painter.setPen(Qt.PenStyle.NoPen)
-        fill = QColor(c.accent if on else c.line)
-        if not self.isEnabled():
-            fill.setAlphaF(0.5)
-        painter.setBrush(fill)
-        painter.drawRoundedRect(track, self.TRACK_H / 2, self.TRACK_H / 2)
-        knob = self.TRACK_H - 4
-        x = track.right() - knob - 2 if on else track.left() + 2
-        painter.setBrush(QColor("#ffffff"))
-        painter.drawEllipse(QRectF(x, top + 2, knob, knob))
-        if self.text():
-            painter.setPen(QColor(c.text if self.isEnabled() else c.faint))
-            painter.setFont(self.font())
-            text_rect = self.rect().adjusted(self.TRACK_W + self.GAP + 1, 0, 0, 0)
-            align = Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft
-            painter.drawText(text_rect, align, self.text())
-        painter.end()
-
-
-class Combo(QComboBox):
-    """A combo box whose arrow is drawn here, in the scheme's muted colour: a styled combo loses the
-    platform's arrow, and an image would need one file per scheme."""
-
-    ARROW_ZONE = 22
-
-    def __init__(self, parent: QWidget | None = None, editable: bool = False) -> None:
-        super().__init__(parent)
-        self.setObjectName("settingsCombo")
-        self.setEditable(editable)
-        if editable:
-            self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        super().paintEvent(event)
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        colour = theme.colors().muted if self.isEnabled() else theme.colors().faint
-        painter.setPen(QPen(QColor(colour), 1.4, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
-        cx = self.width() - self.ARROW_ZONE / 2 - 2
-        cy = self.height() / 2
-        painter.drawPolyline([QPointF(cx - 4, cy - 2), QPointF(cx, cy + 2), QPointF(cx + 4, cy - 2)])
-        painter.end()
-
-
-def small_label(text: str, role: str, name: str, parent: QWidget) -> WrappedLabel:
-    """A wrapped small line in a role colour ("faint" hints, "danger" errors); hidden while empty."""
-    label = WrappedLabel(text, parent)
-    label.setObjectName(name)
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setProperty("role", role)
-    label.setFont(theme.font("small"))
-    label.setVisible(bool(text))
-    return label
-
-
-class FieldRow(QWidget):
-    """One row of a group: a label on the left; on the right the control, a hint under it, and the error
-    a refused save names this field with."""
-
-    def __init__(
-        self,
-        label: str,
-        control: QWidget | QLayout,
-        hint: str = "",
-        parent: QWidget | None = None,
-        margins: tuple[int, int] = (14, 10),
-    ) -> None:
-        """`margins` are (side, top/bottom): rows in a well are inset; rows on a card are not."""
-        super().__init__(parent)
-        self.setObjectName("settingsRow")
-        self.label = QLabel(label, self)
-        self.label.setObjectName("settingsRowLabel")
-        self.label.setMinimumWidth(LABEL_WIDTH)
-        self.hint = small_label(hint, "faint", "settingsHint", self)
-        self.error = small_label("", "danger", "settingsError", self)
-        grid = QGridLayout(self)
-        grid.setContentsMargins(margins[0], margins[1], margins[0], margins[1])
-        grid.setHorizontalSpacing(12)
-        grid.setVerticalSpacing(4)
-        grid.addWidget(self.label, 0, 0, Qt.AlignmentFlag.AlignTop)
-        if isinstance(control, QLayout):
-            grid.addLayout(control, 0, 1)
-        else:
-            grid.addWidget(control, 0, 1)
-        grid.addWidget(self.hint, 1, 1)
-        grid.addWidget(self.error, 2, 1)
-        grid.setColumnStretch(1, 1)
-        # Line the label up with the control's text, not the top of its frame.
-        self.label.setContentsMargins(0, 5, 0, 0)
-
-    def set_hint(self, text: str) -> None:
-        self.hint.setText(text)
-        self.hint.setVisible(bool(text))
-
-    def show_error(self, text: str) -> None:
-        self.error.setText(text)
-        self.error.show()
-
-    def clear_error(self) -> None:
-        self.error.clear()
-        self.error.hide()
-
-    @property
-    def error_text(self) -> str:
-        return "" if self.error.isHidden() else self.error.text()
-
-
-class Section(QWidget):
-    """A small label over a well of rows with thin lines between them."""
-
-    def __init__(self, title: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.title = QLabel(title, self)
-        self.title.setObjectName("settingsSectionLabel")
-        self.title.setFont(theme.font("small"))
-        self.well = QFrame(self)
-        self.well.setObjectName("settingsWell")
-        self._rows = QVBoxLayout(self.well)
-        self._rows.setContentsMargins(0, 2, 0, 2)
-        self._rows.setSpacing(0)
-        column = QVBoxLayout(self)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(6)
-        column.addWidget(self.title)
-        column.addWidget(self.well)
-
-    def add(self, row: QWidget) -> QWidget:
-        if self._rows.count():
-            line = QFrame(self.well)
-            line.setObjectName("settingsLine")
-            line.setFixedHeight(1)
-            self._rows.addWidget(line)
-        self._rows.addWidget(row)
-        return row
-
-
-def line_input(parent: QWidget, placeholder: str = "") -> QLineEdit:
-    field = QLineEdit(parent)
-    field.setObjectName("settingsInput")
-    field.setPlaceholderText(placeholder)
-    field.setClearButtonEnabled(False)
-    return field
-
-
-def button(text: str, parent: QWidget, kind: str = "") -> QPushButton:
-    made = QPushButton(text, parent)
-    made.setObjectName("formButton")
-    if kind:
-        made.setProperty("kind", kind)
-    made.setCursor(Qt.CursorShape.PointingHandCursor)
-    return made
 
 
 def swatch_icon(key: str, size: int = SWATCH) -> QIcon:
@@ -265,30 +87,6 @@ def swatch_icon(key: str, size: int = SWATCH) -> QIcon:
     painter.drawEllipse(QRectF(1, 1, size - 2, size - 2))
     painter.end()
     return QIcon(pixmap)
-
-
-def field_message(exc: InvalidInputError) -> str:
-    """What to say under a refused field: our own sentence for the fields we know, else the core's."""
-    known = {
-        "name": "settings.error.name",
-        "avatar": "settings.error.avatar",
-        "provider": "settings.error.base_url",
-        "baseUrl": "settings.error.base_url",
-        "model": "settings.error.model",
-        "apiKey": "settings.error.api_key",
-        "preset": "settings.error.preset",
-        "taskSlots": "settings.error.task_slots",
-        "quietHours.start": "settings.error.quiet",
-        "quietHours.end": "settings.error.quiet",
-    }
-    key = known.get(exc.field)
-    return t(key) if key else reason(exc)
-
-
-def check_text(check: ConnectionCheck) -> str:
-    if check.ok and check.latency_ms > 0:
-        return t("settings.test.ok_latency", message=check.message, ms=round(check.latency_ms))
-    return check.message
 
 
 def find_preset(presets: list[ModelPreset], base_url: str) -> ModelPreset | None:
@@ -347,15 +145,9 @@ class BotSettingsDialog(QDialog):
         self.save_button.clicked.connect(self.save)
         footer = QWidget(self)
         footer.setObjectName("settingsFooter")
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        buttons.addWidget(self.cancel_button)
-        buttons.addWidget(self.save_button)
-        foot = QVBoxLayout(footer)
+        foot = dialog_footer(self.error, self.cancel_button, self.save_button)
         foot.setContentsMargins(24, 10, 24, 14)
-        foot.setSpacing(6)
-        foot.addWidget(self.error)
-        foot.addLayout(buttons)
+        footer.setLayout(foot)
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -658,15 +450,7 @@ class BotSettingsDialog(QDialog):
         self.error.show()
 
     def _tested(self, check: ConnectionCheck) -> None:
-        self.test_button.setEnabled(True)
-        self.test_button.setText(t("settings.test"))
-        self.test_dot.set_state("working" if check.ok else "failed")
-        self.test_dot.show()
-        self.test_result.setText(check_text(check))
-        self.test_result.setProperty("ok", check.ok)
-        self.test_result.style().unpolish(self.test_result)
-        self.test_result.style().polish(self.test_result)
-        self.test_result.show()
+        show_check(self.test_button, self.test_dot, self.test_result, check)
 
     # -- helpers ---------------------------------------------------------------------------------------
 

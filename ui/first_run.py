@@ -39,16 +39,9 @@ from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.avatar import avatar_pixmap, resolve_colour
-from ui.bot_settings import (
-    Combo,
-    FieldRow,
-    button,
-    check_text,
-    field_message,
-    line_input,
-    preset_label,
-    small_label,
-)
+from ui.bot_settings import preset_label
+from ui.connection_check import show_check
+from ui.form import Combo, FieldRow, button, field_message, line_input, small_label
 from ui.i18n import language, t
 from ui.status_dot import StatusDot
 from ui.wrapped_label import WrappedLabel
@@ -308,15 +301,7 @@ class FirstRunCard(QWidget):
             self._say(t("settings.save_failed", reason=reason(exc)))
 
     def _tested(self, check: ConnectionCheck) -> None:
-        self.test_button.setEnabled(True)
-        self.test_button.setText(t("settings.test"))
-        self.test_dot.set_state("working" if check.ok else "failed")
-        self.test_dot.show()
-        self.test_result.setText(check_text(check))
-        self.test_result.setProperty("ok", check.ok)
-        self.test_result.style().unpolish(self.test_result)
-        self.test_result.style().polish(self.test_result)
-        self.test_result.show()
+        show_check(self.test_button, self.test_dot, self.test_result, check)
 
     # -- helpers ---------------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from core.bots.views import BotView
 from core.errors import InvalidInputError
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
-from ui.bot_settings import Combo, FieldRow, Section, button, line_input, small_label
+from ui.form import Combo, FieldRow, Section, button, dialog_footer, line_input, small_label
 from ui.i18n import t
 
 log = logging.getLogger(__name__)
@@ -69,15 +69,8 @@ class NewTaskDialog(QDialog):
         self.create_button = button(t("newtask.create"), self, "primary")
         self.create_button.setDefault(True)
         self.create_button.clicked.connect(self.submit)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        buttons.addWidget(self.cancel_button)
-        buttons.addWidget(self.create_button)
-        foot = QVBoxLayout()
+        foot = dialog_footer(self.error, self.cancel_button, self.create_button)
         foot.setContentsMargins(24, 0, 24, 0)
-        foot.setSpacing(6)
-        foot.addWidget(self.error)
-        foot.addLayout(buttons)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 14)
         outer.setSpacing(6)

@@ -19,8 +19,9 @@ from tests.fakes.fake_bots import FakeBotFacade
 from tests.ui.conftest import wait_until
 from ui import theme
 from ui.app_settings import AppSettingsDialog
-from ui.bot_settings import BotSettingsDialog, Combo
+from ui.bot_settings import BotSettingsDialog
 from ui.first_run import FirstRunCard
+from ui.form import Combo
 from ui.i18n import t
 from ui.new_task_dialog import NewTaskDialog
 
