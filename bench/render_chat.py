@@ -12,14 +12,13 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import argparse
 import asyncio
 import time
 from pathlib import Path
 
-import qasync
 from PySide6.QtWidgets import QApplication
 
+from bench.render_runner import render_main
 from core.chat.views import ActivityStep
 from tests.fakes.fake_chat import FakeChatFacade
 from ui import i18n, theme
@@ -118,22 +117,14 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     return path
 
 
-async def render_all(app: QApplication, out_dir: Path, lang: i18n.Language) -> list[Path]:
-    return [await render(app, out_dir, scheme, lang) for scheme in ("light", "dark")]
+async def render_one(
+    app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i18n.Language
+) -> list[Path]:
+    return [await render(app, out_dir, scheme, lang)]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("out_dir", nargs="?", default="/tmp/errand-shots", type=Path)
-    parser.add_argument("--lang", choices=["zh", "en"], default="zh")
-    args = parser.parse_args()
-    app = QApplication.instance() or QApplication([])
-    assert isinstance(app, QApplication)
-    lang: i18n.Language = "zh" if args.lang == "zh" else "en"
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        for path in runner.run(render_all(app, args.out_dir, lang)):
-            print(path)
+    render_main(__doc__, render_one)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,11 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import argparse
-import asyncio
 from pathlib import Path
 
-import qasync
 from PySide6.QtWidgets import QApplication, QWidget
 
+from bench.render_runner import render_main, settle
 from core.bots.views import ConnectionCheck, ModelPreset
 from core.errors import ConflictError, InvalidInputError
 from tests.fakes.fake_bots import FakeBotFacade
@@ -42,12 +40,6 @@ OLLAMA = ModelPreset(
     local=True,
     models=("qwen2.5:7b", "llama3.1:8b"),
 )
-
-
-async def settle() -> None:
-    # Let queued calls finish and layouts settle before grabbing.
-    for _ in range(15):
-        await asyncio.sleep(0.02)
 
 
 def grab(widget: QWidget, out_dir: Path, name: str, scheme: str, lang: str) -> Path:
@@ -131,26 +123,8 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     return paths
 
 
-async def render_all(app: QApplication, out_dir: Path, lang: i18n.Language) -> list[Path]:
-    paths = []
-    for scheme in ("light", "dark"):
-        paths.extend(await render(app, out_dir, scheme, lang))
-    return paths
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("out_dir", nargs="?", default="/tmp/errand-shots", type=Path)
-    parser.add_argument("--lang", choices=["zh", "en"], default="zh")
-    args = parser.parse_args()
-    app = QApplication.instance() or QApplication([])
-    assert isinstance(app, QApplication)
-    app.setQuitOnLastWindowClosed(False)  # each shot closes its window; the run must go on
-    lang: i18n.Language = "zh" if args.lang == "zh" else "en"
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        for path in runner.run(render_all(app, args.out_dir, lang)):
-            print(path)
+    render_main(__doc__, render)
 
 
 if __name__ == "__main__":

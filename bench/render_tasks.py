@@ -14,15 +14,13 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import argparse
-import asyncio
 import tempfile
 import time
 from pathlib import Path
 
-import qasync
 from PySide6.QtWidgets import QApplication
 
+from bench.render_runner import render_main, settle
 from core.chat.views import ActivityStep
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade, run
@@ -145,12 +143,6 @@ def fill(chat: FakeChatFacade, tasks: FakeTaskFacade) -> tuple[str, str, str]:
     return cid, gpu.id, failed.id
 
 
-async def settle() -> None:
-    # Let the bridge's coalescing timers fire and layouts settle before grabbing.
-    for _ in range(15):
-        await asyncio.sleep(0.02)
-
-
 async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i18n.Language) -> list[Path]:
     i18n.use_language(lang)
     theme.apply_theme(app, scheme)
@@ -196,25 +188,8 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     return paths
 
 
-async def render_all(app: QApplication, out_dir: Path, lang: i18n.Language) -> list[Path]:
-    paths = []
-    for scheme in ("light", "dark"):
-        paths.extend(await render(app, out_dir, scheme, lang))
-    return paths
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("out_dir", nargs="?", default="/tmp/errand-shots", type=Path)
-    parser.add_argument("--lang", choices=["zh", "en"], default="zh")
-    args = parser.parse_args()
-    app = QApplication.instance() or QApplication([])
-    assert isinstance(app, QApplication)
-    lang: i18n.Language = "zh" if args.lang == "zh" else "en"
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        for path in runner.run(render_all(app, args.out_dir, lang)):
-            print(path)
+    render_main(__doc__, render)
 
 
 if __name__ == "__main__":
