@@ -40,12 +40,12 @@ from core.tasks.facade import TaskFacade
 from core.tasks.views import TaskView
 from ui import theme
 from ui.answer_bar import reason
-from ui.async_calls import AsyncCalls
 from ui.attention_row import AttentionRow
 from ui.bot_list import bot_avatar
 from ui.elided_text import ElidedText
 from ui.i18n import language, t
 from ui.reloader import Reloader
+from ui.row_actions import RowActions
 from ui.status_dot import StatusDot
 from ui.task_chip import PressableRow, dot_state
 from ui.task_detail import TaskDetailBody
@@ -172,13 +172,14 @@ class BotPanel(QWidget):
         self._tasks = tasks
         self._attention = attention
         self._now = now
-        self._calls = AsyncCalls()
         self._bot: BotView | None = None
         self._activity: BotActivity | None = None
         self._items: list[AttentionItem] = []
         self._task_views: list[TaskView] | None = None
         self._active = False
-        self._running: set[str] = set()
+        self._actions: RowActions | None = None
+        if attention is not None:
+            self._actions = RowActions(attention, self._approval_row, self.attentionChanged.emit)
         self._reader: Reloader[tuple[str, list[TaskView]]] | None = (
             Reloader(self._load, self._apply, self._failed) if tasks is not None else None
         )
@@ -420,7 +421,8 @@ class BotPanel(QWidget):
 
     def shutdown(self) -> None:
         self.close_panel()
-        self._calls.cancel_all()
+        if self._actions is not None:
+            self._actions.cancel_all()
         if self.detail is not None:
             self.detail.shutdown()
 
@@ -555,8 +557,8 @@ class BotPanel(QWidget):
             if position:
                 self._approvals_layout.addWidget(separator(well))
             row = AttentionRow(approval, well, self._now)
-            row.actRequested.connect(self._on_act)
-            if approval.id in self._running:
+            row.actRequested.connect(self._act)
+            if self._actions is not None and approval.id in self._actions.running:
                 row.set_busy(True)
             self._approvals_layout.addWidget(row)
             self.approval_rows.append(row)
@@ -564,29 +566,12 @@ class BotPanel(QWidget):
 
     # -- acting ----------------------------------------------------------------------------------------
 
-    def _on_act(self, item_id: str, action: str, answer: str) -> None:
-        row = next((r for r in self.approval_rows if r.item.id == item_id), None)
-        if row is None or row.busy or self._attention is None:
-            return
-        row.set_busy(True)
-        self._running.add(item_id)
-        body: dict[str, Any] = {"answer": answer} if action == "answer" else {}
-        self._calls.start(
-            self._attention.act(item_id, action, body),
-            done=lambda _result: self._acted(item_id, None),
-            failed=lambda exc: self._acted(item_id, exc),
-        )
+    def _approval_row(self, item_id: str) -> AttentionRow | None:
+        return next((r for r in self.approval_rows if r.item.id == item_id), None)
 
-    def _acted(self, item_id: str, exc: Exception | None) -> None:
-        self._running.discard(item_id)
-        row = next((r for r in self.approval_rows if r.item.id == item_id), None)
-        if row is not None:
-            if exc is None:
-                row.done()
-            else:
-                row.set_busy(False)
-                row.show_error(t("needs.act_failed", reason=reason(exc)))
-        self.attentionChanged.emit()
+    def _act(self, item_id: str, action: str, answer: str) -> None:
+        if self._actions is not None:
+            self._actions.act(item_id, action, answer)
 
     def _escape(self) -> None:
         if self.showing_detail():

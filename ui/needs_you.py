@@ -15,7 +15,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import QByteArray, QEvent, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPixmap
@@ -26,9 +25,9 @@ from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
 from ui import theme
 from ui.answer_bar import reason
-from ui.async_calls import AsyncCalls
 from ui.attention_row import AttentionRow
 from ui.i18n import t
+from ui.row_actions import RowActions
 from ui.task_list import TaskPane
 
 log = logging.getLogger(__name__)
@@ -113,8 +112,7 @@ class NeedsYouView(TaskPane):
         super().__init__("needsYou", parent)
         self._attention = attention
         self._now = now
-        self._calls = AsyncCalls()
-        self._running: set[str] = set()  # item ids whose action is in flight
+        self._actions = RowActions(attention, self.row, self.changed.emit)
         self._shown: list[AttentionItem] | None = None
         self.rows: list[AttentionRow] = []
         self._lines: list[QFrame] = []
@@ -152,10 +150,9 @@ class NeedsYouView(TaskPane):
         self._ticker.stop()
 
     def shutdown(self) -> None:
-        self._calls.cancel_all()
+        self._actions.cancel_all()
         with contextlib.suppress(RuntimeError):  # the widget (and its timer) may be gone already
             self._ticker.stop()
-        self._running.clear()
 
     def set_items(self, items: list[AttentionItem]) -> None:
         """Show these items, in this order. Rows whose item is unchanged are kept (with a half-typed reply,
@@ -192,7 +189,7 @@ class NeedsYouView(TaskPane):
 
     def _new_row(self, item: AttentionItem) -> AttentionRow:
         row = AttentionRow(item, self.well, self._now)
-        row.actRequested.connect(self._on_act)
+        row.actRequested.connect(self._actions.act)
         row.openRequested.connect(self.openRequested)
         return row
 
@@ -208,37 +205,13 @@ class NeedsYouView(TaskPane):
 
     # -- acting ----------------------------------------------------------------------------------------
 
-    def _on_act(self, item_id: str, action: str, answer: str) -> None:
-        row = self.row(item_id)
-        if row is None or row.busy:
-            return
-        row.set_busy(True)
-        self._running.add(item_id)
-        body: dict[str, Any] = {"answer": answer} if action == "answer" else {}
-        self._calls.start(
-            self._attention.act(item_id, action, body),
-            done=lambda _result: self._acted(item_id, None),
-            failed=lambda exc: self._acted(item_id, exc),
-        )
-
-    def _acted(self, item_id: str, exc: Exception | None) -> None:
-        self._running.discard(item_id)
-        row = self.row(item_id)
-        if row is not None:
-            if exc is None:
-                row.done()
-            else:
-                log.info("needs-you action on %s refused: %s", item_id, reason(exc))
-                row.show_error(t("needs.act_failed", reason=reason(exc)))
-        self.changed.emit()  # whatever happened, the list may have moved on
-
     # -- helpers ---------------------------------------------------------------------------------------
 
     def _wake_rows(self) -> None:
         """A row whose action went through stays off until the list is read again; if its item is still
         there after that read, it comes back to life."""
         for row in self.rows:
-            if row.busy and row.item.id not in self._running:
+            if row.busy and row.item.id not in self._actions.running:
                 row.set_busy(False)
 
     def _tick(self) -> None:
