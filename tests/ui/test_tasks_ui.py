@@ -476,3 +476,19 @@ async def test_over_a_real_host_the_chip_follows_the_task_and_opens_it(qtbot: Qt
             window.shutdown()
             bridge.close()
             await host.stop()
+
+
+async def test_a_task_row_moves_from_working_to_done_live(
+    task_window: MainWindow, facade: FakeChatFacade, tasks: FakeTaskFacade
+) -> None:
+    gpu = tasks.add_task("GPU prices", latest_line="Compared 3 clouds")
+    await task_window.refresh()
+    task_window.show_tasks()
+    listing = task_list(task_window)
+    await wait_until(lambda: listing.section_titles() == ["Working"])
+
+    tasks.update_task(gpu.id, stage="ready", latest_line="A100 is cheapest at X cloud")
+    await wait_until(lambda: listing.section_titles() == ["Done · last 30 days"])
+    [row] = listing.shown_tasks()
+    assert (row.title, row.stage, row.latest_line) == ("GPU prices", "ready", "A100 is cheapest at X cloud")
+    assert dot_state(row.group, row.stage) == "idle"  # grey: done
