@@ -1,0 +1,1 @@
+"""Rules: schedules, the Scheduler, observe/act."""
