@@ -43,3 +43,10 @@ class RunStepAdded:
 
     task_id: str
     run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RuleChanged:
+    """A rule was created, edited (title, words, schedule, mode) or deleted: re-read it, or drop it."""
+
+    rule_id: str

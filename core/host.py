@@ -27,6 +27,7 @@ from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
 from core.delivery.outbox import Outbox
 from core.preferences_service import PreferencesService
+from core.rules.service import RuleService
 from core.store.database import Database
 from core.tasks.prompts import CHAT_TASK_RULES
 from core.tasks.runner import TASK_RETRY
@@ -71,6 +72,7 @@ class Host:
             retry=task_retry or TASK_RETRY,
             current_turn=lambda cid: live.turn_id if (live := self.chat.live_reply(cid)) else None,
         )
+        self.rules = RuleService(self.db, self.bus, self.clock, self.bots)
         self.chat = ChatService(
             self.db,
             self.bus,

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from core.api.bot_settings import bot_update_from_json, connection_request_from_json
+from core.api.rule_routes import add_rule_routes
 from core.api.validation import json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
 from core.errors import (
@@ -103,6 +104,7 @@ class ApiServer:
         r.add_post("/api/tasks/{id}/stop", self.stop_task)
         r.add_post("/api/tasks/{id}/continue", self.continue_task)
         r.add_delete("/api/tasks/{id}", self.delete_task)
+        add_rule_routes(r, self._host)
         r.add_get("/api/attention", self.list_attention)
         r.add_post("/api/attention/{id}/{action}", self.attention_action)
         return app

@@ -93,13 +93,18 @@ def _add_bot_settings(conn: Connection) -> None:
     add_column(conn, "bots", Column("paused", Boolean, nullable=False, server_default=false()))
 
 
+def _create_rules(conn: Connection) -> None:
+    Base.metadata.create_all(conn, tables=[Base.metadata.tables[n] for n in ("rules", "rule_versions")])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
     Migration(3, "messages.task_id: a task's result in its conversation", _add_message_task_id),
     Migration(4, "approvals: questions and approvals waiting for a person", _create_approvals),
     Migration(5, "bots: avatar, task slots, quiet hours, paused", _add_bot_settings),
-    # Append here: Migration(5, "...", _function_taking_a_connection),
+    Migration(6, "rules and rule_versions: scheduled standing instructions", _create_rules),
+    # Append here: Migration(7, "...", _function_taking_a_connection),
 ]
 
 

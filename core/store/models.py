@@ -224,3 +224,46 @@ class ApprovalRow(Base):
     decided_by: Mapped[str] = mapped_column(default="", server_default="")  # person|default|ttl
     created_at: Mapped[float]
     decided_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+
+
+# -- rules (migration 6) ---------------------------------------------------------------------------
+
+
+class RuleRow(Base):
+    """A standing instruction in the user's own words, with a schedule and a mode (P3 §1, §9)."""
+
+    __tablename__ = "rules"
+    __table_args__ = (
+        # The scheduler's one question: which rule is due next.
+        Index("ix_rules_next_run_at", "next_run_at"),
+        Index("ix_rules_bot_id", "bot_id"),
+    )
+
+    id: Mapped[str] = mapped_column(primary_key=True)  # ru_<12 hex>
+    bot_id: Mapped[str] = mapped_column(ForeignKey("bots.id"))
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))  # where results go
+    title: Mapped[str]
+    instruction: Mapped[str]  # the user's words, verbatim
+    kind: Mapped[str] = mapped_column(default="check", server_default="check")  # check | remind
+    mode: Mapped[str] = mapped_column(default="act", server_default="act")  # off | observe | act
+    schedule: Mapped[str]  # JSON, as the schedule module writes it
+    tz: Mapped[str]  # IANA zone, taken from the system when the rule was created
+    version: Mapped[int] = mapped_column(default=1, server_default=text("1"))
+    # '' = capped at min(bot preset, workspace-write); otherwise a preset the person granted.
+    granted_preset: Mapped[str] = mapped_column(default="", server_default="")
+    next_run_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)  # 0 = none
+    paused_reason: Mapped[str] = mapped_column(default="", server_default="")  # '' | failures | budget
+    failures_in_row: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
+    created_at: Mapped[float]
+    updated_at: Mapped[float]
+
+
+class RuleVersionRow(Base):
+    """Each instruction a rule has had; a run records the version it ran, so its log can show the words."""
+
+    __tablename__ = "rule_versions"
+
+    rule_id: Mapped[str] = mapped_column(ForeignKey("rules.id"), primary_key=True)
+    version: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    instruction: Mapped[str]
+    created_at: Mapped[float]

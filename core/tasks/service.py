@@ -21,6 +21,7 @@ from core.agent.tool_api import ToolError, ToolSpec
 from core.attention.routing import AnswerError, new_code, validate_answer
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.chat.destination import conversation_for
 from core.chat.views import TaskChip
 from core.clock import Clock
 from core.delivery.outbox import Outbox
@@ -145,7 +146,7 @@ class TaskService:
         if not 0 < budget <= MAX_BUDGET_USD:
             raise InvalidInputError("budgetUsd", f"must be more than 0 and at most {MAX_BUDGET_USD:g}")
         bot = await self._bots.get(bot_id) if bot_id else await self._bots.ensure_default()
-        conversation_id = await self._origin_conversation(bot.id, conversation_id)
+        conversation_id = await conversation_for(self._db, self._bus, self._clock, bot.id, conversation_id)
         title = (title.strip() or _title_from(words))[:80]
         task_id = new_id("t")
         folder = task_folder(Path(bot.workspace), title, task_id)
@@ -212,24 +213,6 @@ class TaskService:
         if record_request:
             self._bus.publish(MessagesChanged(conversation_id))
         return await self.view(task_id)
-
-    async def _origin_conversation(self, bot_id: str, conversation_id: str | None) -> str:
-        if conversation_id:
-            record = await self._db.read(lambda s: conv_rows.get_conversation(s, conversation_id))
-            if record is None:
-                raise NotFoundError("conversation", conversation_id)
-            if record.bot_id != bot_id:
-                raise InvalidInputError("conversationId", "belongs to another bot")
-            return record.id
-        existing = await self._db.read(lambda s: conv_rows.list_conversations(s, bot_id))
-        if existing:
-            return existing[0].id
-        new = new_id("c")
-        now = self._clock.time()
-        await self._db.write(
-            lambda s: conv_rows.insert_conversation(s, id=new, bot_id=bot_id, title="", now=now)
-        )
-        return new
 
     async def follow_up(
         self, task_id: str, text: str, *, cause: RunCause = "followup", kind: InputKind = "followup"

@@ -1,0 +1,164 @@
+"""The rule routes of the local API (P3 §10): list, create, read, edit, delete, versions, and a preview of a
+schedule's next times.
+
+Only shapes are checked here (types, unknown fields); the values are checked by RuleService, so the UI, the
+chat tool and the API reject the same things with the same messages. A field is named the way the body
+spells it; schedule fields as `schedule.<field>`.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from aiohttp import web
+
+from core.api.validation import json_object, optional_str, required_str
+from core.delivery.outbox import local_zone
+from core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from core.host import Host
+
+# The language of the answer's words comes as `?lang=` (as on the task routes); only a preview, which is
+# all words, takes it in the body too.
+_CREATE_FIELDS = frozenset({"botId", "title", "instruction", "schedule", "kind", "mode", "conversationId"})
+_UPDATE_FIELDS = frozenset({"title", "instruction", "schedule", "mode"})
+_PREVIEW_FIELDS = frozenset({"schedule", "from", "count", "lang"})
+DEFAULT_PREVIEW_COUNT = 5
+
+
+def add_rule_routes(router: web.UrlDispatcher, host: Host) -> None:
+    routes = RuleRoutes(host)
+    router.add_get("/api/rules", routes.list_rules)
+    router.add_post("/api/rules", routes.create_rule)
+    # Before /api/rules/{id}, so "preview" is never taken for a rule id.
+    router.add_post("/api/rules/preview", routes.preview)
+    router.add_get("/api/rules/{id}", routes.get_rule)
+    router.add_put("/api/rules/{id}", routes.update_rule)
+    router.add_delete("/api/rules/{id}", routes.delete_rule)
+    router.add_get("/api/rules/{id}/versions", routes.versions)
+
+
+class RuleRoutes:
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    async def list_rules(self, request: web.Request) -> web.Response:
+        rules = await self._host.rules.list_rules(
+            bot_id=request.query.get("bot") or None, lang=_lang(request, {})
+        )
+        return web.json_response({"rules": [r.to_json() for r in rules]})
+
+    async def create_rule(self, request: web.Request) -> web.Response:
+        """`{botId?, title, instruction, schedule, kind?, mode?, conversationId?}` -> 201 with the rule."""
+        body = await json_object(request)
+        _no_unknown(body, _CREATE_FIELDS)
+        title = required_str(body, "title")
+        instruction = required_str(body, "instruction")
+        if body.get("schedule") is None:
+            raise InvalidInputError("schedule", "is required")
+        rule = await self._host.rules.create(
+            bot_id=optional_str(body, "botId") or None,
+            title=title,
+            instruction=instruction,
+            schedule=body["schedule"],
+            kind=optional_str(body, "kind", "check"),
+            mode=optional_str(body, "mode", "act"),
+            conversation_id=optional_str(body, "conversationId") or None,
+            lang=_lang(request, body),
+        )
+        return web.json_response(rule.to_json(), status=201)
+
+    async def get_rule(self, request: web.Request) -> web.Response:
+        rule = await self._host.rules.get(request.match_info["id"], lang=_lang(request, {}))
+        return web.json_response(rule.to_json())
+
+    async def update_rule(self, request: web.Request) -> web.Response:
+        """`{title?, instruction?, schedule?, mode?}`: a missing or null field stays as it is."""
+        body = await json_object(request)
+        _no_unknown(body, _UPDATE_FIELDS)
+        rule = await self._host.rules.update(
+            request.match_info["id"],
+            title=_optional(body, "title"),
+            instruction=_optional(body, "instruction"),
+            schedule=body.get("schedule"),
+            mode=_optional(body, "mode"),
+            lang=_lang(request, body),
+        )
+        return web.json_response(rule.to_json())
+
+    async def delete_rule(self, request: web.Request) -> web.Response:
+        await self._host.rules.delete(request.match_info["id"])
+        return web.Response(status=204)
+
+    async def versions(self, request: web.Request) -> web.Response:
+        found = await self._host.rules.versions(request.match_info["id"])
+        return web.json_response({"versions": [v.to_json() for v in found]})
+
+    async def preview(self, request: web.Request) -> web.Response:
+        """`{schedule, from?, count?, lang?}` -> `{words, next}`: the schedule in words and its next `count`
+        times (ISO 8601, in the schedule's zone) strictly after `from` (default now). Nothing is stored."""
+        body = await json_object(request)
+        _no_unknown(body, _PREVIEW_FIELDS)
+        if body.get("schedule") is None:
+            raise InvalidInputError("schedule", "is required")
+        count = body.get("count", DEFAULT_PREVIEW_COUNT)
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise InvalidInputError("count", "must be a whole number")
+        result = self._host.rules.preview(
+            body["schedule"], after=_instant(body.get("from")), count=count, lang=_lang(request, body)
+        )
+        return web.json_response(result)
+
+
+def _no_unknown(body: dict[str, Any], allowed: frozenset[str]) -> None:
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidInputError(unknown[0], f"is not a field here; use {', '.join(sorted(allowed))}")
+
+
+def _optional(body: dict[str, Any], field: str) -> str | None:
+    value = body.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(field, "must be a string")
+    return value
+
+
+def _lang(request: web.Request, body: dict[str, Any]) -> str:
+    """The body's `lang`, else `?lang=`, else zh."""
+    lang = body.get("lang") or request.query.get("lang", "zh")
+    if lang not in ("zh", "en"):
+        raise InvalidInputError("lang", "must be zh or en")
+    return str(lang)
+
+
+def _instant(value: object) -> float | None:
+    """`from`: epoch seconds (a number, or digits in a string) or an ISO 8601 time. A time without an offset
+    is read in the system's zone, as a person typing it would mean it."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise InvalidInputError("from", "must be an ISO 8601 time or epoch seconds")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                raise InvalidInputError(
+                    "from", f"must be an ISO 8601 time or epoch seconds, not {text!r}"
+                ) from None
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=ZoneInfo(local_zone()))
+            return moment.timestamp()
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InvalidInputError("from", "must be a time after 1970")
+    return seconds

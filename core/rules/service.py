@@ -1,0 +1,273 @@
+"""Rules (P3 §1, §4): standing instructions in the user's own words, with a schedule and a mode.
+
+RuleService holds the commands and reads and is the only writer of `rules` and `rule_versions`. It checks
+everything before it writes, so a bad request changes nothing. The scheduler (a later piece) listens with
+`on_schedule_changed` and re-reads `next_run_at`; the service itself never fires a rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy.orm import Session
+
+from core.bots.service import BotService
+from core.bus import EventBus
+from core.chat.destination import conversation_for
+from core.clock import Clock
+from core.delivery.outbox import local_zone
+from core.errors import InvalidInputError, NotFoundError, UnprocessableError
+from core.events import RuleChanged
+from core.ids import new_id
+from core.rules.schedule import Schedule, iso_local, next_fire, parse_schedule, preview, words
+from core.rules.views import RuleVersionView, RuleView
+from core.store import rules as rule_rows
+from core.store.database import Database
+from core.store.rules import RuleChanges, RuleKind, RuleMode, RuleRecord
+
+log = logging.getLogger(__name__)
+
+TITLE_MAX = 80
+INSTRUCTION_MAX = 4000
+KINDS: tuple[RuleKind, ...] = ("check", "remind")
+MODES: tuple[RuleMode, ...] = ("off", "observe", "act")
+
+ScheduleListener = Callable[[], Awaitable[None]]
+
+
+class RuleService:
+    def __init__(self, db: Database, bus: EventBus, clock: Clock, bots: BotService) -> None:
+        self._db = db
+        self._bus = bus
+        self._clock = clock
+        self._bots = bots
+        self._schedule_listeners: list[ScheduleListener] = []
+
+    def on_schedule_changed(self, listener: ScheduleListener) -> None:
+        """Await `listener()` after every create, update and delete, so a scheduler can re-arm its timer."""
+        self._schedule_listeners.append(listener)
+
+    # ---- commands -----------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        *,
+        bot_id: str | None,
+        title: str,
+        instruction: str,
+        schedule: object,
+        kind: str = "check",
+        mode: str = "act",
+        conversation_id: str | None = None,
+        lang: str = "zh",
+    ) -> RuleView:
+        """A new rule at version 1, in `act` unless the person asked to watch first (`observe`).
+
+        Results go to `conversation_id`, else to the bot's most recent conversation, else to a new one."""
+        checked_title = _title(title)
+        checked_instruction = _instruction(instruction)
+        checked_kind = _kind(kind)
+        checked_mode = _mode(mode, checked_kind)
+        if checked_mode == "off":
+            # Creating a rule that never runs is almost surely a mistake; it can be turned off afterwards.
+            raise UnprocessableError("mode", "a new rule starts in act or observe; turn it off afterwards")
+        now = self._clock.time()
+        # The zone is the system's when the rule is made, and stays with the rule (P3 §4).
+        parsed = parse_schedule(schedule, default_tz=local_zone(), now=now)
+        bot = await self._bots.get(bot_id) if bot_id else await self._bots.ensure_default()
+        destination = await conversation_for(self._db, self._bus, self._clock, bot.id, conversation_id)
+        rule_id = new_id("ru")
+        next_run = next_fire(parsed, now) or 0.0
+
+        def insert(s: Session) -> RuleRecord:
+            record = rule_rows.insert_rule(
+                s,
+                id=rule_id,
+                bot_id=bot.id,
+                conversation_id=destination,
+                title=checked_title,
+                instruction=checked_instruction,
+                schedule=parsed.to_json(),
+                tz=parsed.tz,
+                kind=checked_kind,
+                mode=checked_mode,
+                next_run_at=next_run,
+                now=now,
+            )
+            rule_rows.insert_version(s, rule_id=rule_id, version=1, instruction=checked_instruction, now=now)
+            return record
+
+        record = await self._db.write(insert)
+        await self._changed(rule_id)
+        return self._view(record, lang)
+
+    async def update(
+        self,
+        rule_id: str,
+        *,
+        title: str | None = None,
+        instruction: str | None = None,
+        schedule: object = None,
+        mode: str | None = None,
+        lang: str = "zh",
+    ) -> RuleView:
+        """Change what is given. New words are a new version (the mode stays); a new schedule, or turning an
+        `off` rule back on, counts the next run from now, so nothing missed meanwhile fires late."""
+        rule = await self._rule(rule_id)
+        now = self._clock.time()
+        changes: RuleChanges = {}
+        if title is not None:
+            changes["title"] = _title(title)
+        checked_instruction = _instruction(instruction) if instruction is not None else None
+        if mode is not None:
+            changes["mode"] = _mode(mode, rule.kind)
+        if schedule is not None:
+            # A rule keeps its zone unless the new schedule names another.
+            parsed = parse_schedule(schedule, default_tz=rule.tz, now=now)
+            changes["schedule"] = parsed.to_json()
+            changes["tz"] = parsed.tz
+            changes["next_run_at"] = next_fire(parsed, now) or 0.0
+        elif rule.mode == "off" and changes.get("mode", "off") != "off":
+            changes["next_run_at"] = next_fire(self._schedule(rule), now) or 0.0
+        if not changes and (checked_instruction is None or checked_instruction == rule.instruction):
+            return self._view(rule, lang)
+
+        def apply(s: Session) -> RuleRecord:
+            # Read again inside the write: the version must follow the stored one, not the one read above.
+            current = rule_rows.get_rule(s, rule_id)
+            if current is None:
+                raise NotFoundError("rule", rule_id)
+            values = changes.copy()
+            if checked_instruction is not None and checked_instruction != current.instruction:
+                version = current.version + 1
+                values["instruction"] = checked_instruction
+                values["version"] = version
+                rule_rows.insert_version(
+                    s, rule_id=rule_id, version=version, instruction=checked_instruction, now=now
+                )
+            return rule_rows.update_rule(s, rule_id, now=now, **values)
+
+        record = await self._db.write(apply)
+        await self._changed(rule_id)
+        return self._view(record, lang)
+
+    async def delete(self, rule_id: str) -> None:
+        """Delete the rule with its versions and its run log."""
+        deleted = await self._db.write(lambda s: rule_rows.delete_rule(s, rule_id))
+        if not deleted:
+            raise NotFoundError("rule", rule_id)
+        await self._changed(rule_id)
+
+    # ---- reads --------------------------------------------------------------------------------------
+
+    async def get(self, rule_id: str, lang: str = "zh") -> RuleView:
+        return self._view(await self._rule(rule_id), lang)
+
+    async def list_rules(self, bot_id: str | None = None, lang: str = "zh") -> list[RuleView]:
+        """Newest first; one bot's when `bot_id` is given."""
+        if bot_id is not None:
+            await self._bots.get(bot_id)  # an unknown bot is a 404, not an empty list
+        records = await self._db.read(lambda s: rule_rows.list_rules(s, bot_id=bot_id))
+        return [self._view(r, lang) for r in records]
+
+    async def versions(self, rule_id: str) -> list[RuleVersionView]:
+        """Every instruction the rule has had, oldest first."""
+
+        def read(s: Session) -> list[rule_rows.RuleVersionRecord] | None:
+            if rule_rows.get_rule(s, rule_id) is None:
+                return None
+            return rule_rows.versions_of(s, rule_id)
+
+        found = await self._db.read(read)
+        if found is None:
+            raise NotFoundError("rule", rule_id)
+        return [RuleVersionView(v.version, v.instruction, v.created_at) for v in found]
+
+    def preview(
+        self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"
+    ) -> dict[str, object]:
+        """The schedule in words and its next `count` times strictly after `after` (default now), for a
+        person to confirm before saving. Nothing is stored."""
+        start = self._clock.time() if after is None else after
+        return preview(schedule, default_tz=local_zone(), after=start, count=count, lang=lang)
+
+    # ---- helpers ------------------------------------------------------------------------------------
+
+    async def _rule(self, rule_id: str) -> RuleRecord:
+        record = await self._db.read(lambda s: rule_rows.get_rule(s, rule_id))
+        if record is None:
+            raise NotFoundError("rule", rule_id)
+        return record
+
+    async def _changed(self, rule_id: str) -> None:
+        self._bus.publish(RuleChanged(rule_id))
+        for listener in list(self._schedule_listeners):
+            try:
+                await listener()
+            except Exception:
+                # The change is committed; a scheduler that failed to re-arm must not turn it into an error.
+                log.exception("a schedule listener failed after rule %s changed", rule_id)
+
+    def _schedule(self, rule: RuleRecord) -> Schedule:
+        # Stored schedules were checked when written; `now=None` because a once rule's time may have passed.
+        return parse_schedule(rule.schedule, default_tz=rule.tz)
+
+    def _view(self, rule: RuleRecord, lang: str) -> RuleView:
+        try:
+            schedule_words = words(self._schedule(rule), lang)
+        except InvalidInputError:
+            # A schedule written by a newer or broken build; show the rule anyway rather than fail the list.
+            log.warning("rule %s has an unreadable schedule: %r", rule.id, rule.schedule)
+            schedule_words = ""
+        return RuleView(
+            id=rule.id,
+            bot_id=rule.bot_id,
+            conversation_id=rule.conversation_id,
+            title=rule.title,
+            instruction=rule.instruction,
+            kind=rule.kind,
+            mode=rule.mode,
+            schedule=dict(rule.schedule),
+            schedule_words=schedule_words,
+            tz=rule.tz,
+            version=rule.version,
+            next_run_at=rule.next_run_at,
+            next_run_iso=iso_local(rule.next_run_at, rule.tz) if rule.next_run_at else "",
+            paused_reason=rule.paused_reason,
+            created_at=rule.created_at,
+            updated_at=rule.updated_at,
+        )
+
+
+def _title(value: str) -> str:
+    title = value.strip()
+    if not 1 <= len(title) <= TITLE_MAX:
+        raise InvalidInputError("title", f"must be 1 to {TITLE_MAX} characters")
+    return title
+
+
+def _instruction(value: str) -> str:
+    # Kept verbatim (P3 §4: the user's words); only its emptiness and size are checked.
+    if not value.strip():
+        raise InvalidInputError("instruction", "must be non-empty: the user's words for what to do")
+    if len(value) > INSTRUCTION_MAX:
+        raise InvalidInputError("instruction", f"must be at most {INSTRUCTION_MAX} characters")
+    return value
+
+
+def _kind(value: str) -> RuleKind:
+    for kind in KINDS:
+        if value == kind:
+            return kind
+    raise InvalidInputError("kind", f"must be one of {', '.join(KINDS)}, not {value!r}")
+
+
+def _mode(value: str, kind: RuleKind) -> RuleMode:
+    for mode in MODES:
+        if value == mode:
+            if kind == "remind" and mode == "observe":
+                # A reminder only delivers a fixed text: watching it first would mean never reminding.
+                raise UnprocessableError("mode", "a reminder always acts; use act (or off), not observe")
+            return mode
+    raise InvalidInputError("mode", f"must be one of {', '.join(MODES)}, not {value!r}")

@@ -1,0 +1,233 @@
+"""The `rules` and `rule_versions` tables: standing instructions with a schedule and a mode (P3 §1, §9).
+
+A rule's `version` counts its instructions: each new instruction is a `rule_versions` row, so a run that
+recorded its version can still show the words it ran. Only RuleService writes these tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, TypedDict, TypeVar, Unpack, cast, get_args
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from core.store.errors import NotFoundError
+from core.store.models import DeliveryRow, RuleRow, RuleVersionRow, RunInputRow, RunRow
+
+RuleKind = Literal["check", "remind"]
+RuleMode = Literal["off", "observe", "act"]
+# '' while the rule may run; otherwise why the host paused it.
+PausedReason = Literal["", "failures", "budget"]
+# '' = the default cap, min(bot preset, workspace-write).
+GrantedPreset = Literal["", "read-only", "workspace-write", "full"]
+
+KINDS: frozenset[str] = frozenset(get_args(RuleKind))
+MODES: frozenset[str] = frozenset(get_args(RuleMode))
+PAUSED_REASONS: frozenset[str] = frozenset(get_args(PausedReason))
+GRANTED_PRESETS: frozenset[str] = frozenset(get_args(GrantedPreset))
+
+_T = TypeVar("_T", bound=str)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRecord:
+    id: str
+    bot_id: str
+    conversation_id: str
+    title: str
+    instruction: str
+    kind: RuleKind
+    mode: RuleMode
+    schedule: dict[str, object]
+    tz: str
+    version: int
+    granted_preset: GrantedPreset
+    next_run_at: float
+    paused_reason: PausedReason
+    failures_in_row: int
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RuleVersionRecord:
+    rule_id: str
+    version: int
+    instruction: str
+    created_at: float
+
+
+class RuleChanges(TypedDict, total=False):
+    """The fields `update_rule` may change; `updated_at` always becomes `now`. Ids, kind and the origin
+    stay as created (a different kind is a different rule)."""
+
+    conversation_id: str
+    title: str
+    instruction: str
+    mode: RuleMode
+    schedule: Mapping[str, object]
+    tz: str
+    version: int
+    granted_preset: GrantedPreset
+    next_run_at: float
+    paused_reason: PausedReason
+    failures_in_row: int
+
+
+UPDATABLE_FIELDS = frozenset(RuleChanges.__annotations__)
+
+
+def insert_rule(
+    s: Session,
+    *,
+    id: str,
+    bot_id: str,
+    conversation_id: str,
+    title: str,
+    instruction: str,
+    schedule: Mapping[str, object],
+    tz: str,
+    now: float,
+    kind: RuleKind = "check",
+    mode: RuleMode = "act",
+    next_run_at: float = 0.0,
+    granted_preset: GrantedPreset = "",
+) -> RuleRecord:
+    """A new rule at version 1. Its first `rule_versions` row is the caller's to add (`insert_version`), in
+    the same transaction."""
+    row = RuleRow(
+        id=id,
+        bot_id=bot_id,
+        conversation_id=conversation_id,
+        title=title,
+        instruction=instruction,
+        kind=_check("rule kind", kind, KINDS),
+        mode=_check("rule mode", mode, MODES),
+        schedule=_encode(schedule),
+        tz=tz,
+        version=1,
+        granted_preset=_check("granted preset", granted_preset, GRANTED_PRESETS),
+        next_run_at=next_run_at,
+        paused_reason="",
+        failures_in_row=0,
+        created_at=now,
+        updated_at=now,
+    )
+    s.add(row)
+    s.flush()
+    return _record(row)
+
+
+def get_rule(s: Session, id: str) -> RuleRecord | None:
+    row = s.get(RuleRow, id)
+    return None if row is None else _record(row)
+
+
+def list_rules(s: Session, *, bot_id: str | None = None) -> list[RuleRecord]:
+    """Newest first."""
+    stmt = select(RuleRow)
+    if bot_id is not None:
+        stmt = stmt.where(RuleRow.bot_id == bot_id)
+    stmt = stmt.order_by(RuleRow.created_at.desc(), RuleRow.id.desc())
+    return [_record(row) for row in s.scalars(stmt)]
+
+
+def update_rule(s: Session, id: str, *, now: float, **fields: Unpack[RuleChanges]) -> RuleRecord:
+    """Change the named fields. A bad field or value raises ValueError before anything changes."""
+    unknown = set(fields) - UPDATABLE_FIELDS
+    if unknown:
+        raise ValueError(f"update_rule: cannot change {sorted(unknown)}; allowed: {sorted(UPDATABLE_FIELDS)}")
+    values: dict[str, object] = dict(fields)
+    if "mode" in fields:
+        _check("rule mode", fields["mode"], MODES)
+    if "paused_reason" in fields:
+        _check("paused reason", fields["paused_reason"], PAUSED_REASONS)
+    if "granted_preset" in fields:
+        _check("granted preset", fields["granted_preset"], GRANTED_PRESETS)
+    if "schedule" in fields:
+        values["schedule"] = _encode(fields["schedule"])
+    row = s.get(RuleRow, id)
+    if row is None:
+        raise NotFoundError("rule", id)
+    for name, value in values.items():
+        setattr(row, name, value)
+    row.updated_at = now
+    s.flush()
+    return _record(row)
+
+
+def delete_rule(s: Session, id: str) -> bool:
+    """Delete the rule with its versions and its log: runs, their inputs and deliveries (as a deleted task
+    takes its own with it). Returns whether the rule existed."""
+    row = s.get(RuleRow, id)
+    if row is None:
+        return False
+    s.execute(delete(DeliveryRow).where(DeliveryRow.rule_id == id))
+    s.execute(delete(RunInputRow).where(RunInputRow.rule_id == id))
+    s.execute(delete(RunRow).where(RunRow.rule_id == id))
+    s.execute(delete(RuleVersionRow).where(RuleVersionRow.rule_id == id))
+    s.delete(row)
+    s.flush()
+    return True
+
+
+def insert_version(
+    s: Session, *, rule_id: str, version: int, instruction: str, now: float
+) -> RuleVersionRecord:
+    row = RuleVersionRow(rule_id=rule_id, version=version, instruction=instruction, created_at=now)
+    s.add(row)
+    s.flush()
+    return _version_record(row)
+
+
+def versions_of(s: Session, rule_id: str) -> list[RuleVersionRecord]:
+    """Oldest first."""
+    stmt = select(RuleVersionRow).where(RuleVersionRow.rule_id == rule_id).order_by(RuleVersionRow.version)
+    return [_version_record(row) for row in s.scalars(stmt)]
+
+
+def _check(what: str, value: _T, allowed: frozenset[str]) -> _T:
+    # The Literal types check callers statically; this catches values that arrive from JSON or the API.
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {sorted(allowed)}")
+    return value
+
+
+def _encode(schedule: Mapping[str, object]) -> str:
+    return json.dumps(dict(schedule), ensure_ascii=False, allow_nan=False, sort_keys=True)
+
+
+def _decode(encoded: str) -> dict[str, object]:
+    decoded = json.loads(encoded) if encoded else {}
+    # Anything but an object is unreadable; the service reports it rather than this layer guessing.
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _record(row: RuleRow) -> RuleRecord:
+    return RuleRecord(
+        id=row.id,
+        bot_id=row.bot_id,
+        conversation_id=row.conversation_id,
+        title=row.title,
+        instruction=row.instruction,
+        kind=cast(RuleKind, _check("rule kind", row.kind, KINDS)),
+        mode=cast(RuleMode, _check("rule mode", row.mode, MODES)),
+        schedule=_decode(row.schedule),
+        tz=row.tz,
+        version=row.version,
+        granted_preset=cast(GrantedPreset, _check("granted preset", row.granted_preset, GRANTED_PRESETS)),
+        next_run_at=row.next_run_at,
+        paused_reason=cast(PausedReason, _check("paused reason", row.paused_reason, PAUSED_REASONS)),
+        failures_in_row=row.failures_in_row,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _version_record(row: RuleVersionRow) -> RuleVersionRecord:
+    return RuleVersionRecord(
+        rule_id=row.rule_id, version=row.version, instruction=row.instruction, created_at=row.created_at
+    )
