@@ -232,7 +232,6 @@ def field_message(exc: InvalidInputError) -> str:
     return t(key) if key else reason(exc)
 
 
-
 def dialog_footer(error: QWidget, cancel: QPushButton, confirm: QPushButton) -> QVBoxLayout:
     """The foot of a dialog: the error line (hidden until something is refused), then Cancel and the
     confirm button on the right. The caller sets its margins."""
