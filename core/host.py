@@ -27,7 +27,10 @@ from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
 from core.delivery.outbox import Outbox
 from core.preferences_service import PreferencesService
+from core.rules.runner import RuleRunner
+from core.rules.scheduler import Scheduler
 from core.rules.service import RuleService
+from core.rules.timeline import StoredTimeline
 from core.store.database import Database
 from core.tasks.prompts import CHAT_TASK_RULES
 from core.tasks.runner import TASK_RETRY
@@ -73,6 +76,22 @@ class Host:
             current_turn=lambda cid: live.turn_id if (live := self.chat.live_reply(cid)) else None,
         )
         self.rules = RuleService(self.db, self.bus, self.clock, self.bots)
+        # Rule runs share the task runner's background slots, so the per-bot and overall caps hold for both.
+        self.rule_runner = RuleRunner(
+            self.db,
+            self.bus,
+            self.clock,
+            self.bots,
+            self.outbox,
+            self.rules,
+            self.tasks.runner,
+            retry=task_retry or TASK_RETRY,
+        )
+        self.scheduler = Scheduler(
+            StoredTimeline(self.db, self.bus, self.clock, self.rules, self.rule_runner), self.clock
+        )
+        self.rules.on_schedule_changed(self.scheduler.recompute)
+        self.rules.use_runner(self.rule_runner.run_now)
         self.chat = ChatService(
             self.db,
             self.bus,
@@ -98,6 +117,7 @@ class Host:
         self.started = asyncio.Event()
         # Called by `resync()` after the outbox looked again: the scheduler recomputes, channels reconnect.
         self._resync_listeners: list[Callable[[str], Awaitable[None]]] = []
+        self.on_resync(self.scheduler.recompute)
         # Said plainly to the user (health, doctor) and to the model: whether shell commands are sandboxed.
         self.sandbox_note = ""
 
@@ -129,6 +149,8 @@ class Host:
         self.runtime.approvals = self.approvals
         await self.chat.start(self.runtime)
         await self.tasks.start(self.runtime)
+        await self.rule_runner.start(self.runtime)
+        await self.scheduler.start()
         self.started.set()
         log.info("host started on %s", self.data_dir)
 
@@ -159,8 +181,10 @@ class Host:
 
     async def stop(self) -> None:
         """Finish writes, stop sessions and jobs, close the database. Safe to call twice."""
+        await self.scheduler.stop()
         await self.outbox.close()
         if self._runtime is not None:
+            await self.rule_runner.stop()
             await self.tasks.shutdown()
             await self._runtime.close()
             await self.chat.stop()

@@ -40,6 +40,8 @@ def add_rule_routes(router: web.UrlDispatcher, host: Host) -> None:
     router.add_put("/api/rules/{id}", routes.update_rule)
     router.add_delete("/api/rules/{id}", routes.delete_rule)
     router.add_get("/api/rules/{id}/versions", routes.versions)
+    router.add_post("/api/rules/{id}/run", routes.run_now)
+    router.add_get("/api/rules/{id}/runs", routes.runs)
 
 
 class RuleRoutes:
@@ -98,6 +100,17 @@ class RuleRoutes:
         found = await self._host.rules.versions(request.match_info["id"])
         return web.json_response({"versions": [v.to_json() for v in found]})
 
+    async def run_now(self, request: web.Request) -> web.Response:
+        """Run the rule now, in its mode -> 202 `{runId}`; 409 while a run of it is queued or working."""
+        run_id = await self._host.rules.run_now(request.match_info["id"])
+        return web.json_response({"runId": run_id}, status=202)
+
+    async def runs(self, request: web.Request) -> web.Response:
+        """The run log, newest first; `?before=` (epoch seconds or ISO 8601) pages back."""
+        before = _instant(request.query.get("before"), "before") if request.query.get("before") else None
+        found = await self._host.rules.runs(request.match_info["id"], before=before, lang=_lang(request, {}))
+        return web.json_response({"runs": [r.to_json() for r in found]})
+
     async def preview(self, request: web.Request) -> web.Response:
         """`{schedule, from?, count?, lang?}` -> `{words, next}`: the schedule in words and its next `count`
         times (ISO 8601, in the schedule's zone) strictly after `from` (default now). Nothing is stored."""
@@ -137,13 +150,13 @@ def _lang(request: web.Request, body: dict[str, Any]) -> str:
     return str(lang)
 
 
-def _instant(value: object) -> float | None:
-    """`from`: epoch seconds (a number, or digits in a string) or an ISO 8601 time. A time without an offset
-    is read in the system's zone, as a person typing it would mean it."""
+def _instant(value: object, field: str = "from") -> float | None:
+    """`from` (or `before`): epoch seconds (a number, or digits in a string) or an ISO 8601 time. A time
+    without an offset is read in the system's zone, as a person typing it would mean it."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise InvalidInputError("from", "must be an ISO 8601 time or epoch seconds")
+        raise InvalidInputError(field, "must be an ISO 8601 time or epoch seconds")
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -153,12 +166,12 @@ def _instant(value: object) -> float | None:
                 moment = datetime.fromisoformat(text)
             except ValueError:
                 raise InvalidInputError(
-                    "from", f"must be an ISO 8601 time or epoch seconds, not {text!r}"
+                    field, f"must be an ISO 8601 time or epoch seconds, not {text!r}"
                 ) from None
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=ZoneInfo(local_zone()))
             return moment.timestamp()
     seconds = float(value)
     if not math.isfinite(seconds) or seconds < 0:
-        raise InvalidInputError("from", "must be a time after 1970")
+        raise InvalidInputError(field, "must be a time after 1970")
     return seconds

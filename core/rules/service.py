@@ -7,6 +7,7 @@ everything before it writes, so a bad request changes nothing. The scheduler (a 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -17,14 +18,16 @@ from core.bus import EventBus
 from core.chat.destination import conversation_for
 from core.clock import Clock
 from core.delivery.outbox import local_zone
-from core.errors import InvalidInputError, NotFoundError, UnprocessableError
+from core.errors import InvalidInputError, NotFoundError, UnavailableError, UnprocessableError
 from core.events import RuleChanged
 from core.ids import new_id
 from core.rules.schedule import Schedule, iso_local, next_fire, parse_schedule, preview, words
-from core.rules.views import RuleVersionView, RuleView
+from core.rules.views import RuleVersionView, RuleView, RunLogEntry, run_line
 from core.store import rules as rule_rows
+from core.store import runs as run_rows
 from core.store.database import Database
 from core.store.rules import RuleChanges, RuleKind, RuleMode, RuleRecord
+from core.store.runs import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,9 @@ TITLE_MAX = 80
 INSTRUCTION_MAX = 4000
 KINDS: tuple[RuleKind, ...] = ("check", "remind")
 MODES: tuple[RuleMode, ...] = ("off", "observe", "act")
+
+FAILURES_TO_PAUSE = 3
+RUN_LOG_PAGE = 50
 
 ScheduleListener = Callable[[], Awaitable[None]]
 
@@ -43,6 +49,17 @@ class RuleService:
         self._clock = clock
         self._bots = bots
         self._schedule_listeners: list[ScheduleListener] = []
+        self._start_run: Callable[[str], Awaitable[str]] | None = None
+
+    def use_runner(self, run_now: Callable[[str], Awaitable[str]]) -> None:
+        """How a person's 立即运行 starts a run (the RuleRunner's; the host wires it)."""
+        self._start_run = run_now
+
+    async def run_now(self, rule_id: str) -> str:
+        """Run the rule now, in its mode; returns the run id. ConflictError while a run of it is live."""
+        if self._start_run is None:
+            raise UnavailableError("rules can't run yet: the host has not started")
+        return await self._start_run(rule_id)
 
     def on_schedule_changed(self, listener: ScheduleListener) -> None:
         """Await `listener()` after every create, update and delete, so a scheduler can re-arm its timer."""
@@ -184,6 +201,20 @@ class RuleService:
             raise NotFoundError("rule", rule_id)
         return [RuleVersionView(v.version, v.instruction, v.created_at) for v in found]
 
+    async def runs(self, rule_id: str, before: float | None = None, lang: str = "zh") -> list[RunLogEntry]:
+        """The rule's run log, newest first (P3 §5 "Auditing a rule"); runs queued before `before` only when
+        given, RUN_LOG_PAGE at a time."""
+
+        def read(s: Session) -> list[RunRecord] | None:
+            if rule_rows.get_rule(s, rule_id) is None:
+                return None
+            return run_rows.runs_of_rule(s, rule_id, before=before, limit=RUN_LOG_PAGE)
+
+        found = await self._db.read(read)
+        if found is None:
+            raise NotFoundError("rule", rule_id)
+        return [_log_entry(run, lang) for run in found]
+
     def preview(
         self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"
     ) -> dict[str, object]:
@@ -191,6 +222,46 @@ class RuleService:
         person to confirm before saving. Nothing is stored."""
         start = self._clock.time() if after is None else after
         return preview(schedule, default_tz=local_zone(), after=start, count=count, lang=lang)
+
+    # ---- what the scheduler and the rule runner write ------------------------------------------------
+
+    async def set_next_run(self, rule_id: str, next_run_at: float | None) -> None:
+        """Store the next run the scheduler computed (None or 0: it will not run again). Schedule listeners
+        are not called: the scheduler itself is the one writing."""
+        now = self._clock.time()
+
+        def apply(s: Session) -> bool:
+            if rule_rows.get_rule(s, rule_id) is None:
+                return False
+            rule_rows.update_rule(s, rule_id, now=now, next_run_at=next_run_at or 0.0)
+            return True
+
+        if await self._db.write(apply):
+            self._bus.publish(RuleChanged(rule_id))
+
+    async def record_outcome(self, rule_id: str, outcome: str) -> RuleView:
+        """A run ended: `done` resets the failure count, `failed` adds one, and the third failure in a row
+        pauses the rule (P3 §1). Skipped, stopped and interrupted runs count neither way."""
+        now = self._clock.time()
+
+        def apply(s: Session) -> RuleRecord:
+            current = rule_rows.get_rule(s, rule_id)
+            if current is None:
+                raise NotFoundError("rule", rule_id)
+            if outcome == "done" and current.failures_in_row:
+                return rule_rows.update_rule(s, rule_id, now=now, failures_in_row=0)
+            if outcome == "failed":
+                failures = current.failures_in_row + 1
+                if failures >= FAILURES_TO_PAUSE and not current.paused_reason:
+                    return rule_rows.update_rule(
+                        s, rule_id, now=now, failures_in_row=failures, paused_reason="failures"
+                    )
+                return rule_rows.update_rule(s, rule_id, now=now, failures_in_row=failures)
+            return current
+
+        record = await self._db.write(apply)
+        self._bus.publish(RuleChanged(rule_id))
+        return self._view(record, "zh")
 
     # ---- helpers ------------------------------------------------------------------------------------
 
@@ -271,3 +342,43 @@ def _mode(value: str, kind: RuleKind) -> RuleMode:
                 raise UnprocessableError("mode", "a reminder always acts; use act (or off), not observe")
             return mode
     raise InvalidInputError("mode", f"must be one of {', '.join(MODES)}, not {value!r}")
+
+
+def _log_entry(run: RunRecord, lang: str) -> RunLogEntry:
+    report: dict[str, object] | None = None
+    if run.report:
+        try:
+            decoded = json.loads(run.report)
+        except ValueError:
+            decoded = None
+        report = decoded if isinstance(decoded, dict) else None
+    said = ""
+    would_do = ""
+    if report is not None:
+        would_do = str(report.get("would") or "")
+        if run.mode == "act" and run.outcome == "done":
+            said = str(report.get("message") or "")
+    return RunLogEntry(
+        id=run.id,
+        time=run.started_at or run.queued_at,
+        mode=run.mode,
+        cause=run.cause,
+        state=run.state,
+        outcome=run.outcome,
+        version=run.rule_version,
+        line=run_line(
+            state=run.state,
+            outcome=run.outcome,
+            mode=run.mode,
+            reason=run.error,
+            said=said,
+            would=run.would,
+            would_do=would_do,
+            lang=lang,
+        ),
+        reason=run.error,
+        said=said,
+        would=run.would,
+        report=report,
+        cost_usd=run.cost_usd,
+    )

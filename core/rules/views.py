@@ -56,3 +56,114 @@ class RuleVersionView:
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "instruction": self.instruction, "createdAt": self.created_at}
+
+
+_SKIPPED = {
+    "zh": {
+        "missed": "跳过:电脑没开",
+        "paused": "跳过:后台工作已暂停",
+        "overlap": "跳过:上次还没跑完",
+    },
+    "en": {
+        "missed": "Skipped: the computer was off",
+        "paused": "Skipped: background work was paused",
+        "overlap": "Skipped: the previous run was still going",
+    },
+}
+_LINES = {
+    "zh": {
+        "would_send": "本会发送:“{text}”",
+        "would_do": "本会做:{text}",
+        "would_quiet": "本会保持安静",
+        "sent": "已发送:“{text}”",
+        "quiet": "保持安静",
+        "failed": "失败:{text}",
+        "queued": "排队中",
+        "running": "进行中",
+        "stopped": "已停止",
+        "interrupted": "中断:Errand 重启了",
+        "other": "{text}",
+    },
+    "en": {
+        "would_send": "Would have sent: “{text}”",
+        "would_do": "Would have done: {text}",
+        "would_quiet": "Would have stayed quiet",
+        "sent": "Sent: “{text}”",
+        "quiet": "Stayed quiet",
+        "failed": "Failed: {text}",
+        "queued": "Queued",
+        "running": "Running",
+        "stopped": "Stopped",
+        "interrupted": "Interrupted: Errand restarted",
+        "other": "{text}",
+    },
+}
+
+
+def skip_line(reason: str, lang: str) -> str:
+    """A skipped run's reason key (missed, paused, overlap) in words."""
+    words = _SKIPPED["en" if lang == "en" else "zh"]
+    return words.get(reason, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class RunLogEntry:
+    """One line of a rule's run log (P3 §5 "Auditing a rule"): time, mode, outcome, and what it said,
+    would have said or why it was skipped. The Report and the version are there for the detail."""
+
+    id: str
+    time: float  # when it started, or when it was queued (skipped runs: when it was due)
+    mode: str  # act | observe
+    cause: str  # schedule | manual
+    state: str  # queued | running | settling | ended
+    outcome: str  # '' while live; done | failed | skipped | stopped | interrupted
+    version: int  # the rule version it ran under
+    line: str  # the one line shown, in the asked language
+    reason: str  # skipped: missed | paused | overlap; failed: the error
+    said: str  # act: the message pushed to the user
+    would: str  # observe: what it would have said
+    report: dict[str, Any] | None
+    cost_usd: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "time": self.time,
+            "mode": self.mode,
+            "cause": self.cause,
+            "state": self.state,
+            "outcome": self.outcome,
+            "version": self.version,
+            "line": self.line,
+            "reason": self.reason,
+            "said": self.said,
+            "would": self.would,
+            "report": self.report,
+            "costUsd": self.cost_usd,
+        }
+
+
+def run_line(
+    *, state: str, outcome: str, mode: str, reason: str, said: str, would: str, would_do: str, lang: str
+) -> str:
+    """The run's line in words (P3 §5): 「本会发送:“…”」, 「失败:…」, 「跳过:电脑没开」, ..."""
+    words = _LINES["en" if lang == "en" else "zh"]
+    if state in ("queued",):
+        return words["queued"]
+    if state in ("running", "settling"):
+        return words["running"]
+    if outcome == "skipped":
+        return skip_line(reason, lang)
+    if outcome == "failed":
+        return words["failed"].format(text=reason or "?")
+    if outcome in ("stopped", "interrupted"):
+        return words[outcome]
+    if mode == "observe":
+        if would:
+            return words["would_send"].format(text=would)
+        if would_do:
+            return words["would_do"].format(text=would_do)
+        return words["would_quiet"]
+    if said:
+        return words["sent"].format(text=said)
+    return words["quiet"] if outcome == "done" else words["other"].format(text=outcome)

@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypedDict, TypeVar, Unpack, cast, get_args
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from core.store.chunks import chunked
@@ -165,6 +165,34 @@ def latest_run(s: Session, task_id: str) -> RunRecord | None:
         .order_by(RunRow.queued_at.desc(), RunRow.id.desc())
         .limit(1)
     ).first()
+    return None if row is None else _record(row)
+
+
+def runs_of_rule(
+    s: Session, rule_id: str, *, before: float | None = None, limit: int | None = None
+) -> list[RunRecord]:
+    """A rule's run log, newest first; only runs queued strictly before `before` when it is given."""
+    if not rule_id:
+        return []  # task runs have rule_id ''; that must not list them all
+    stmt = select(RunRow).where(RunRow.rule_id == rule_id)
+    if before is not None:
+        stmt = stmt.where(RunRow.queued_at < before)
+    stmt = stmt.order_by(RunRow.queued_at.desc(), RunRow.id.desc())
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return [_record(row) for row in s.scalars(stmt)]
+
+
+def count_runs_of_rule(s: Session, rule_id: str) -> int:
+    stmt = select(func.count()).select_from(RunRow).where(RunRow.rule_id == rule_id)
+    return int(s.scalar(stmt) or 0)
+
+
+def live_run_of_rule(s: Session, rule_id: str) -> RunRecord | None:
+    """The rule's queued, running or settling run, if any (a rule never overlaps itself)."""
+    if not rule_id:
+        return None
+    row = s.scalars(select(RunRow).where(RunRow.rule_id == rule_id, RunRow.state != "ended").limit(1)).first()
     return None if row is None else _record(row)
 
 

@@ -55,6 +55,7 @@ STOPPED_REFUSAL = "This task was stopped by the user. Do nothing more."
 TASK_PREFIX = "task-"
 
 Finished = Callable[[RunRecord, TaskRecord, Report | None], Awaitable[None]]
+RuleStarter = Callable[[str], Awaitable[None]]  # run id; the run holds its slot when called
 
 
 @dataclass
@@ -108,6 +109,7 @@ class TaskRunner:
         self._loop: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._unsubscribe: Callable[[], None] | None = None
+        self._rule_starter: RuleStarter | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------------------
 
@@ -135,6 +137,17 @@ class TaskRunner:
     def poke(self) -> None:
         """Something changed (a run was queued or a slot freed): look for runs to start."""
         self._wake.set()
+
+    def serve_rule_runs(self, start: RuleStarter) -> None:
+        """Queued rule runs take background slots here too, in one order with task runs (P3 §3), so the
+        caps hold for both: `start(run_id)` is awaited once the run holds its slot. The rule runner gives
+        the slot back with `release`."""
+        self._rule_starter = start
+
+    def release(self, run_id: str) -> None:
+        """A rule run ended: its slot is free for the next queued run."""
+        self._slots.release(run_id)
+        self.poke()
 
     def active_run(self, task_id: str) -> str | None:
         return next((a.run_id for a in self._active.values() if a.task_id == task_id), None)
@@ -198,10 +211,22 @@ class TaskRunner:
             SlotRequest(r.id, r.bot_id, r.cause, r.queued_at)
             for r in live
             # A paused bot starts no new run (P3 §6 "Manual pause"); its queued runs wait for the unpause.
-            if r.state == "queued" and r.task_id and r.id not in self._active and r.bot_id not in paused
+            if r.state == "queued"
+            and (r.task_id or (r.rule_id and self._rule_starter is not None))
+            and r.id not in self._active
+            and r.bot_id not in paused
         ]
+        rule_runs = {r.id for r in live if r.rule_id}
         for request in pick(self._slots, queued):
             self._slots.take(request.run_id, request.bot_id, priority_of(request.cause))
+            if request.run_id in rule_runs and self._rule_starter is not None:
+                try:
+                    await self._rule_starter(request.run_id)
+                except Exception:
+                    # The rule runner ends its own runs; a starter that raised must not keep the slot.
+                    log.exception("starting rule run %s failed", request.run_id)
+                    self._slots.release(request.run_id)
+                continue
             try:
                 await self._start_run(request.run_id)
             except Exception:

@@ -10,6 +10,8 @@ from typing import Any
 from tests.fakes.model_server import Reply, ToolCallSpec
 
 TASK_MARK = re.compile(r"You are working on a background task for the user: (.+?)\.\n")
+# A rule run's session is keyed "rule:<title>".
+RULE_MARK = re.compile(r"You are running a standing rule for the user: (.+?)\.\n")
 
 
 def report(state: str, summary: str = "did it", **fields: Any) -> Reply:
@@ -37,6 +39,8 @@ class SessionScript:
             (m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system"), ""
         )
         found = TASK_MARK.search(system)
+        if found is None and (rule := RULE_MARK.search(system)) is not None:
+            return f"rule:{rule.group(1)}"
         return found.group(1) if found else "chat"
 
     def __call__(self, body: dict[str, Any]) -> Reply:
