@@ -97,7 +97,9 @@ def _run(data_dir: Path) -> int:
 
     host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
     bridge = EventBridge(host.bus)
-    window = MainWindow(host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.bots)
+    window = MainWindow(
+        host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.bots, rules=host.rules
+    )
     window.show()
     shown_at = _process_age()
     desktop = _Desktop(data_dir, host, bridge, window, quit_requested.set)

@@ -9,12 +9,14 @@ bot", each group only when it has something:
               the ended tasks of the last 30 days
 
 A task row opens in place into the task detail (`ui.task_detail.TaskDetailBody`, the class the main pane
-shows too), with ‹ back to the groups. The panel reads this bot's tasks through the TaskFacade while it is
+shows too), with ‹ back to the groups; a rule row opens the rule detail (`ui.rule_detail`) the same way.
+The panel reads this bot's tasks through the TaskFacade, and its rules through the RuleFacade, while it is
 shown; the window hands it the needs-you items it already reads, so approvals cost no second read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -36,6 +38,7 @@ from PySide6.QtWidgets import (
 from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
 from core.bots.views import BotActivity, BotView
+from core.rules.facade import RuleFacade
 from core.tasks.facade import TaskFacade
 from core.tasks.views import TaskView
 from ui import theme
@@ -46,6 +49,9 @@ from ui.elided_text import ElidedText
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.row_actions import RowActions
+from ui.rule_detail import RuleDetailBody
+from ui.rule_editor import RuleEditor
+from ui.rule_rows import PanelRuleRow, PanelRules
 from ui.status_dot import StatusDot
 from ui.task_chip import PressableRow, dot_state
 from ui.task_detail import TaskDetailBody
@@ -165,6 +171,7 @@ class BotPanel(QWidget):
         attention: AttentionFacade | None,
         parent: QWidget | None = None,
         now: Callable[[], float] = time.time,
+        rules: RuleFacade | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("botPanel")
@@ -187,6 +194,15 @@ class BotPanel(QWidget):
         self.ended_rows: list[PanelTaskRow] = []
         self._ended_lines: list[QFrame] = []
         self.approval_rows: list[AttentionRow] = []
+        # Rules sit in the 任务 group after the open tasks; they are read on their own, as they change apart.
+        self._rule_facade = rules
+        self._rules: PanelRules | None = None
+        self.rule_rows: list[PanelRuleRow] = []
+        self.rule_editor: RuleEditor | None = None
+        if rules is not None:
+            self._rules = PanelRules(rules, self)
+            self._rules.changed.connect(self._rules_changed)
+            self._rules.failed.connect(self._failed_text)
 
         self.stack = QStackedWidget(self)
         self.overview = self._scrolling(self._build_overview())
@@ -194,6 +210,11 @@ class BotPanel(QWidget):
         self.detail: TaskDetailBody | None = None
         if tasks is not None:
             self.stack.addWidget(self._scrolling(self._build_detail(tasks)))
+        self.rule_detail: RuleDetailBody | None = None
+        self._rule_page: QWidget | None = None
+        if rules is not None:
+            self._rule_page = self._scrolling(self._build_rule_detail(rules))
+            self.stack.addWidget(self._rule_page)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
@@ -259,6 +280,15 @@ class BotPanel(QWidget):
         )
         self.tasks_group.hide()
         layout.addWidget(self.tasks_group)
+        # Rules are made in chat too; this is the way to make one by hand (the rule editor).
+        self.new_rule_button = QPushButton(t("rules.new"), column)
+        self.new_rule_button.setObjectName("panelNewRule")
+        self.new_rule_button.setFlat(True)
+        self.new_rule_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.new_rule_button.setFont(theme.font("small"))
+        self.new_rule_button.clicked.connect(lambda _checked=False: self.new_rule())
+        self.new_rule_button.setVisible(self._rule_facade is not None)
+        layout.addWidget(self.new_rule_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.notice = QLabel(column)
         self.notice.setObjectName("panelNotice")
         self.notice.setProperty("role", "danger")
@@ -338,6 +368,22 @@ class BotPanel(QWidget):
         layout.addStretch(1)
         return column
 
+    def _build_rule_detail(self, rules: RuleFacade) -> QWidget:
+        column, layout = self._column("panelDetailColumn")
+        self.rule_back_button = QPushButton(column)
+        self.rule_back_button.setObjectName("backButton")
+        self.rule_back_button.setFlat(True)
+        self.rule_back_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.rule_back_button.setFont(theme.font("small"))
+        self.rule_back_button.clicked.connect(lambda _checked=False: self.show_overview())
+        layout.addWidget(self.rule_back_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addSpacing(4)
+        self.rule_detail = RuleDetailBody(rules, column, now=self._now)
+        self.rule_detail.deleted.connect(lambda _rule_id: self.show_overview())
+        layout.addWidget(self.rule_detail)
+        layout.addStretch(1)
+        return column
+
     # -- what the window drives ------------------------------------------------------------------------
 
     @property
@@ -357,6 +403,8 @@ class BotPanel(QWidget):
             self.tasks_group.hide()
             if self._reader is not None:
                 self._reader.reset()
+            if self._rules is not None:
+                self._rules.set_bot(self.bot_id)
             self._show_approvals()
             if self._active:
                 self.reload()
@@ -376,19 +424,40 @@ class BotPanel(QWidget):
         self.reload()
         if self.detail is not None and self.stack.currentIndex() == 1 and self.detail.task_id:
             self.detail.show_task(self.detail.task_id)
+        if self.rule_detail is not None and self._showing_rule() and self.rule_detail.rule_id:
+            self.rule_detail.show_rule(self.rule_detail.rule_id)
 
     def close_panel(self) -> None:
         self._active = False
         if self._reader is not None:
             self._reader.reset()
+        if self._rules is not None:
+            self._rules.reset()
         if self.detail is not None:
             self.detail.close_view()
+        if self.rule_detail is not None:
+            self.rule_detail.close_view()
 
     def reload(self) -> Any:
-        """Re-read this bot's tasks; the future resolves once they are shown (None without tasks)."""
-        if self._reader is None or self._bot is None:
+        """Re-read this bot's tasks and rules; the future resolves once they are shown (None without)."""
+        if self._bot is None:
             return None
-        return self._reader.request()
+        waits = [self._reader.request()] if self._reader is not None else []
+        if self._rules is not None:
+            self._rules.set_bot(self._bot.id)
+            rules_read = self._rules.request()
+            if rules_read is not None:
+                waits.append(rules_read)
+        return asyncio.gather(*waits) if waits else None
+
+    def on_rule_changed(self, rule_id: str) -> None:
+        """A rule was made, changed or deleted: the rows follow, and so does the open rule."""
+        if not self._active:
+            return
+        if self._rules is not None and self._bot is not None:
+            self._rules.request()
+        if self.rule_detail is not None:
+            self.rule_detail.on_rule_changed(rule_id)
 
     def on_task_changed(self, task_id: str) -> None:
         if not self._active:
@@ -411,13 +480,45 @@ class BotPanel(QWidget):
         self.detail.show_task(task_id)
         self.stack.setCurrentIndex(1)
 
+    def open_rule(self, rule_id: str) -> Any:
+        """Open a rule in place, with ‹ back to the groups; the future resolves once it is shown."""
+        if self.rule_detail is None or self._rule_page is None:
+            return None
+        self.rule_back_button.setText(f"‹ {self._bot.name if self._bot else t('panel.back')}")
+        shown = self.rule_detail.show_rule(rule_id)
+        self.stack.setCurrentWidget(self._rule_page)
+        return shown
+
+    def new_rule(self) -> RuleEditor | None:
+        """Open the rule editor for a new rule of this bot (non-modal to the loop: it never waits)."""
+        if self._rule_facade is None:
+            return None
+        if self.rule_editor is not None:
+            self.rule_editor.raise_()
+            return self.rule_editor
+        editor = RuleEditor(self._rule_facade, bot_id=self.bot_id or "", parent=self.window(), now=self._now)
+        editor.finished.connect(lambda _result: self._editor_closed(editor))
+        self.rule_editor = editor
+        editor.open()
+        return editor
+
+    def _editor_closed(self, editor: RuleEditor) -> None:
+        if self.rule_editor is editor:
+            self.rule_editor = None
+        editor.deleteLater()
+
     def show_overview(self) -> None:
         if self.detail is not None:
             self.detail.close_view()
+        if self.rule_detail is not None:
+            self.rule_detail.close_view()
         self.stack.setCurrentIndex(0)
 
     def showing_detail(self) -> bool:
-        return self.stack.currentIndex() == 1
+        return self.stack.currentIndex() != 0
+
+    def _showing_rule(self) -> bool:
+        return self._rule_page is not None and self.stack.currentWidget() is self._rule_page
 
     def shutdown(self) -> None:
         self.close_panel()
@@ -425,10 +526,16 @@ class BotPanel(QWidget):
             self._actions.cancel_all()
         if self.detail is not None:
             self.detail.shutdown()
+        if self.rule_detail is not None:
+            self.rule_detail.shutdown()
+        if self.rule_editor is not None:
+            self.rule_editor.reject()
 
     def task_group_lines(self) -> list[str]:
-        """The 任务 group as shown, top to bottom: task titles and the 已结束 row (tests read this)."""
+        """The 任务 group as shown, top to bottom: task titles, rule headings and the 已结束 row (tests
+        read this)."""
         lines = [row.task.title for row in self.task_rows]
+        lines.extend(row.text() for row in self.rule_rows)
         if self.ended_toggle is not None and self.ended_toggle.isVisible():
             lines.append(self.ended_toggle.text())
             lines.extend(row.task.title for row in self.ended_rows if row.isVisible())
@@ -443,7 +550,10 @@ class BotPanel(QWidget):
         return bot_id, await self._tasks.list_tasks(bot_id=bot_id, lang=language())
 
     def _failed(self, exc: Exception) -> None:
-        self.notice.setText(t("tasks.load_failed", reason=reason(exc)))
+        self._failed_text(t("tasks.load_failed", reason=reason(exc)))
+
+    def _failed_text(self, text: str) -> None:
+        self.notice.setText(text)
         self.notice.show()
 
     def _apply(self, result: tuple[str, list[TaskView]]) -> None:
@@ -489,14 +599,23 @@ class BotPanel(QWidget):
                 widget.hide()
                 widget.deleteLater()
         self.task_rows = []
+        self.rule_rows = []
         self.ended_rows = []
         self._ended_lines = []
         self.ended_toggle = None
 
     def _rule_rows(self) -> list[QWidget]:
-        """Extension point for rules (P3 3f: after the open tasks, before 已结束): the rule rows of this bot.
-        Rules don't exist yet, so there are none."""
-        return []
+        """This bot's rule rows (P3 3f: after the open tasks, before 已结束); each opens its rule in place."""
+        if self._rules is None:
+            return []
+        self.rule_rows = self._rules.rows(self._tasks_well, self._now())
+        for row in self.rule_rows:
+            row.opened.connect(self.open_rule)
+        return list(self.rule_rows)
+
+    def _rules_changed(self) -> None:
+        # The rules moved on their own: lay the group out again with the tasks already read.
+        self._show_tasks(self._task_views or [])
 
     def _show_tasks(self, tasks: list[TaskView]) -> None:
         expanded = self.ended_toggle is not None and self.ended_toggle.isChecked()

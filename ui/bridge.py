@@ -16,6 +16,7 @@ from core.events import (
     ConversationsChanged,
     LiveReplyChanged,
     MessagesChanged,
+    RuleChanged,
     RunStepAdded,
     TaskChanged,
 )
@@ -71,6 +72,8 @@ class EventBridge(QObject):
     runStepAdded = Signal(str)
     # Something on the needs-you list may have changed (a task changed): re-read it. Folded over bursts.
     attentionChanged = Signal()
+    # A rule was created, edited or deleted, or its runs moved on (rule id); folded like taskChanged.
+    ruleChanged = Signal(str)
 
     def __init__(
         self,
@@ -85,11 +88,12 @@ class EventBridge(QObject):
         self._tasks = _Burst(self, task_interval_ms, self.taskChanged.emit)
         self._steps = _Burst(self, task_interval_ms, self.runStepAdded.emit)
         self._attention = _Burst(self, attention_interval_ms, lambda _key: self.attentionChanged.emit())
+        self._rules = _Burst(self, task_interval_ms, self.ruleChanged.emit)
         self._unsubscribe = bus.subscribe(self._on_event)
 
     def pending(self) -> bool:
         """Whether any coalesced signal is still due (tests check that a burst ended in one signal)."""
-        return self._live.due or self._tasks.due or self._steps.due or self._attention.due
+        return self._live.due or self._tasks.due or self._steps.due or self._attention.due or self._rules.due
 
     def close(self) -> None:
         self._unsubscribe()
@@ -97,6 +101,7 @@ class EventBridge(QObject):
         self._tasks.stop()
         self._steps.stop()
         self._attention.stop()
+        self._rules.stop()
 
     def _on_event(self, event: object) -> None:
         if isinstance(event, LiveReplyChanged):
@@ -106,6 +111,8 @@ class EventBridge(QObject):
             self._attention.add("")
         elif isinstance(event, RunStepAdded):
             self._steps.add(event.task_id)
+        elif isinstance(event, RuleChanged):
+            self._rules.add(event.rule_id)
         elif isinstance(event, MessagesChanged):
             self.messagesChanged.emit(event.conversation_id)
         elif isinstance(event, ConversationsChanged):

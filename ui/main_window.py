@@ -39,6 +39,7 @@ from core.bots.facade import BotFacade
 from core.bots.views import BotActivity, BotUpdate, BotView
 from core.chat.facade import ChatFacade
 from core.chat.views import ConversationView
+from core.rules.facade import RuleFacade
 from core.tasks.facade import TaskFacade
 from ui import theme
 from ui.async_calls import AsyncCalls
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
         tasks: TaskFacade | None = None,
         attention: AttentionFacade | None = None,
         bots: BotFacade | None = None,
+        rules: RuleFacade | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
@@ -119,7 +121,7 @@ class MainWindow(QMainWindow):
         self._activity_timer.setInterval(ACTIVITY_COALESCE_MS)
         self._activity_timer.timeout.connect(self.reload_activity)
         if bots is not None:
-            self._build_bots(bots, tasks, attention, bridge)
+            self._build_bots(bots, tasks, attention, bridge, rules)
         self._splitter.setSizes([SIDEBAR_WIDTH, 1080 - SIDEBAR_WIDTH])
         self.setCentralWidget(self._splitter)
 
@@ -211,10 +213,11 @@ class MainWindow(QMainWindow):
         tasks: TaskFacade | None,
         attention: AttentionFacade | None,
         bridge: EventBridge,
+        rules: RuleFacade | None = None,
     ) -> None:
         self._bot_list = Reloader(bots.list, self._apply_bots)
         self._bot_activity = Reloader(lambda: bots.activity(lang=language()), self._apply_activity)
-        self.bot_panel = BotPanel(tasks, attention, self)
+        self.bot_panel = BotPanel(tasks, attention, self, rules=rules)
         self.bot_panel.setMinimumWidth(260)
         self.bot_panel.conversationOpened.connect(self.open_conversation)
         self.bot_panel.attentionChanged.connect(self.reload_attention)
@@ -243,6 +246,7 @@ class MainWindow(QMainWindow):
         bridge.conversationsChanged.connect(self._activity_timer.start)
         bridge.taskChanged.connect(self.bot_panel.on_task_changed)
         bridge.runStepAdded.connect(self.bot_panel.on_run_step)
+        bridge.ruleChanged.connect(self.bot_panel.on_rule_changed)
 
     def _build_task_panes(self, tasks: TaskFacade, bridge: EventBridge) -> None:
         self.task_list = TaskListView(tasks, self.pane)

@@ -1,0 +1,318 @@
+"""An in-memory RuleFacade for UI tests and renders.
+
+It checks what the real RuleService checks for the fields the editor sends (title, instruction, kind, mode
+and the whole schedule, through the real `core.rules.schedule`), so a refused field carries the same name
+(`schedule.minutes`, ...), and schedule words and previews are the real ones. Each change is announced
+with RuleChanged on the bus. `FakeRuleFacadeWithRuns` adds the run log and 立即运行 that rule runs bring,
+so the detail can be shown both with and without them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.bus import EventBus
+from core.errors import InvalidInputError, NotFoundError, UnprocessableError
+from core.events import RuleChanged
+from core.rules.schedule import Schedule, fire_times, iso_local, next_fire, parse_schedule, words
+from core.rules.views import RuleView
+
+DEFAULT_TZ = "Asia/Shanghai"
+TITLE_MAX = 80
+
+
+@dataclass(frozen=True, slots=True)
+class FakeRuleRun:
+    """One line of a rule's run log, with the fields of `core.rules.views.RunLogEntry` the detail reads.
+    `line` is left empty unless given, so the detail's own wording is what tests see."""
+
+    id: str
+    rule_id: str
+    time: float
+    mode: str = "observe"  # observe | act
+    state: str = "ended"  # queued | running | settling | ended
+    outcome: str = "done"  # done | failed | skipped | stopped | interrupted
+    said: str = ""  # act: what it told the person
+    would: str = ""  # observe: what it would have said
+    reason: str = ""  # skipped: why; failed: the error
+    cost_usd: float = 0.0
+    version: int = 1
+    line: str = ""
+
+
+class FakeRuleFacade:
+    def __init__(self, bus: EventBus | None = None, tz: str = DEFAULT_TZ, now: float | None = None) -> None:
+        self.bus = bus or EventBus()
+        self.tz = tz
+        # A fixed "now" keeps renders and previews stable; None follows the wall clock.
+        self._now = now
+        self._rules: dict[str, RuleView] = {}
+        self._ids = itertools.count(1)
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def now(self) -> float:
+        return self._now if self._now is not None else time.time()
+
+    # ---- what tests set up ---------------------------------------------------------------------------
+
+    def add_rule(
+        self,
+        title: str,
+        instruction: str = "",
+        schedule: dict[str, object] | None = None,
+        *,
+        bot_id: str = "bot-1",
+        mode: str = "act",
+        kind: str = "check",
+        paused_reason: str = "",
+        version: int = 1,
+        next_run_at: float | None = None,
+    ) -> RuleView:
+        """A rule as if it had been made earlier (no checks beyond the schedule's); announced on the bus."""
+        parsed = parse_schedule(schedule or {"kind": "daily", "time": "08:00"}, default_tz=self.tz)
+        rule_id = f"ru_{next(self._ids):012x}"
+        now = self.now()
+        view = self._view(
+            rule_id,
+            bot_id=bot_id,
+            title=title,
+            instruction=instruction or title,
+            kind=kind,
+            mode=mode,
+            parsed=parsed,
+            version=version,
+            paused_reason=paused_reason,
+            created_at=now + len(self._rules) / 1000,  # later additions are newer: listed first
+            next_run_at=next_run_at,
+        )
+        self._rules[rule_id] = view
+        self.bus.publish(RuleChanged(rule_id))
+        return view
+
+    def set_paused(self, rule_id: str, reason: str) -> None:
+        self._rules[rule_id] = replace(self._rules[rule_id], paused_reason=reason)
+        self.bus.publish(RuleChanged(rule_id))
+
+    # ---- the facade ----------------------------------------------------------------------------------
+
+    async def list_rules(self, bot_id: str | None = None, lang: str = "zh") -> list[RuleView]:
+        found = [r for r in self._rules.values() if bot_id is None or r.bot_id == bot_id]
+        return [self._in(r, lang) for r in sorted(found, key=lambda r: -r.created_at)]
+
+    async def get(self, rule_id: str, lang: str = "zh") -> RuleView:
+        return self._in(self._rule(rule_id), lang)
+
+    async def create(
+        self,
+        *,
+        bot_id: str | None,
+        title: str,
+        instruction: str,
+        schedule: object,
+        kind: str = "check",
+        mode: str = "act",
+        conversation_id: str | None = None,
+        lang: str = "zh",
+    ) -> RuleView:
+        self.calls.append(
+            (
+                "create",
+                {
+                    "bot_id": bot_id,
+                    "title": title,
+                    "instruction": instruction,
+                    "schedule": schedule,
+                    "kind": kind,
+                    "mode": mode,
+                },
+            )
+        )
+        checked_title = _title(title)
+        _instruction(instruction)
+        _kind(kind)
+        _mode(mode, kind)
+        if mode == "off":
+            raise UnprocessableError("mode", "a new rule starts in act or observe; turn it off afterwards")
+        parsed = parse_schedule(schedule, default_tz=self.tz, now=self.now())
+        rule_id = f"ru_{next(self._ids):012x}"
+        view = self._view(
+            rule_id,
+            bot_id=bot_id or "bot-1",
+            title=checked_title,
+            instruction=instruction,
+            kind=kind,
+            mode=mode,
+            parsed=parsed,
+            version=1,
+            paused_reason="",
+            created_at=self.now(),
+        )
+        self._rules[rule_id] = view
+        self.bus.publish(RuleChanged(rule_id))
+        return self._in(view, lang)
+
+    async def update(
+        self,
+        rule_id: str,
+        *,
+        title: str | None = None,
+        instruction: str | None = None,
+        schedule: object = None,
+        mode: str | None = None,
+        lang: str = "zh",
+    ) -> RuleView:
+        self.calls.append(
+            (
+                "update",
+                {
+                    "rule_id": rule_id,
+                    "title": title,
+                    "instruction": instruction,
+                    "schedule": schedule,
+                    "mode": mode,
+                },
+            )
+        )
+        rule = self._rule(rule_id)
+        changes: dict[str, Any] = {}
+        if title is not None:
+            changes["title"] = _title(title)
+        if instruction is not None:
+            _instruction(instruction)
+            if instruction != rule.instruction:
+                changes["instruction"] = instruction
+                changes["version"] = rule.version + 1  # new words are a new version; the mode stays
+        if mode is not None:
+            changes["mode"] = _mode(mode, rule.kind)
+        if schedule is not None:
+            parsed = parse_schedule(schedule, default_tz=rule.tz, now=self.now())
+            fire = next_fire(parsed, self.now()) or 0.0
+            changes.update(
+                schedule=parsed.to_json(),
+                tz=parsed.tz,
+                next_run_at=fire,
+                next_run_iso=iso_local(fire, parsed.tz) if fire else "",
+            )
+        if not changes:
+            return self._in(rule, lang)
+        self._rules[rule_id] = replace(rule, updated_at=self.now(), **changes)
+        self.bus.publish(RuleChanged(rule_id))
+        return self._in(self._rules[rule_id], lang)
+
+    async def delete(self, rule_id: str) -> None:
+        self.calls.append(("delete", {"rule_id": rule_id}))
+        self._rule(rule_id)
+        del self._rules[rule_id]
+        self.bus.publish(RuleChanged(rule_id))
+
+    def preview(
+        self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"
+    ) -> dict[str, object]:
+        start = self.now() if after is None else after
+        parsed = parse_schedule(schedule, default_tz=self.tz, now=start)
+        return {
+            "words": words(parsed, lang),
+            "next": [iso_local(ts, parsed.tz) for ts in fire_times(parsed, start, count)],
+        }
+
+    # ---- helpers -------------------------------------------------------------------------------------
+
+    def _rule(self, rule_id: str) -> RuleView:
+        rule = self._rules.get(rule_id)
+        if rule is None:
+            raise NotFoundError("rule", rule_id)
+        return rule
+
+    def _in(self, rule: RuleView, lang: str) -> RuleView:
+        # The words follow the reader's language, as the service builds them per read.
+        parsed = parse_schedule(rule.schedule, default_tz=rule.tz)
+        return replace(rule, schedule_words=words(parsed, lang))
+
+    def _view(
+        self,
+        rule_id: str,
+        *,
+        bot_id: str,
+        title: str,
+        instruction: str,
+        kind: str,
+        mode: str,
+        parsed: Schedule,
+        version: int,
+        paused_reason: str,
+        created_at: float,
+        next_run_at: float | None = None,
+    ) -> RuleView:
+        fire = next_run_at if next_run_at is not None else (next_fire(parsed, self.now()) or 0.0)
+        return RuleView(
+            id=rule_id,
+            bot_id=bot_id,
+            conversation_id="",
+            title=title,
+            instruction=instruction,
+            kind=kind,
+            mode=mode,
+            schedule=parsed.to_json(),
+            schedule_words=words(parsed, "zh"),
+            tz=parsed.tz,
+            version=version,
+            next_run_at=fire,
+            next_run_iso=iso_local(fire, parsed.tz) if fire else "",
+            paused_reason=paused_reason,
+            created_at=created_at,
+            updated_at=created_at,
+        )
+
+
+class FakeRuleFacadeWithRuns(FakeRuleFacade):
+    """The same, plus the run log and 立即运行 that rule runs add to the real facade."""
+
+    def __init__(self, bus: EventBus | None = None, tz: str = DEFAULT_TZ, now: float | None = None) -> None:
+        super().__init__(bus, tz, now)
+        self._runs: dict[str, list[FakeRuleRun]] = {}
+        self._run_ids = itertools.count(1)
+        self.run_now_calls: list[str] = []
+
+    def add_run(self, rule_id: str, at: float, **fields: Any) -> FakeRuleRun:
+        made = FakeRuleRun(id=f"rr_{next(self._run_ids):04d}", rule_id=rule_id, time=at, **fields)
+        self._runs.setdefault(rule_id, []).append(made)
+        self.bus.publish(RuleChanged(rule_id))
+        return made
+
+    async def runs(self, rule_id: str, before: float | None = None, lang: str = "zh") -> list[FakeRuleRun]:
+        """Newest first; only those started before `before` when given (the next page)."""
+        self._rule(rule_id)
+        found = [r for r in self._runs.get(rule_id, []) if before is None or r.time < before]
+        return sorted(found, key=lambda r: -r.time)
+
+    async def run_now(self, rule_id: str) -> None:
+        self._rule(rule_id)
+        self.run_now_calls.append(rule_id)
+
+
+def _title(value: str) -> str:
+    title = value.strip()
+    if not 1 <= len(title) <= TITLE_MAX:
+        raise InvalidInputError("title", f"must be 1 to {TITLE_MAX} characters")
+    return title
+
+
+def _instruction(value: str) -> None:
+    if not value.strip():
+        raise InvalidInputError("instruction", "must be non-empty: the user's words for what to do")
+
+
+def _kind(value: str) -> None:
+    if value not in ("check", "remind"):
+        raise InvalidInputError("kind", f"must be one of check, remind, not {value!r}")
+
+
+def _mode(value: str, kind: str) -> str:
+    if value not in ("off", "observe", "act"):
+        raise InvalidInputError("mode", f"must be one of off, observe, act, not {value!r}")
+    if kind == "remind" and value == "observe":
+        raise UnprocessableError("mode", "a reminder always acts; use act (or off), not observe")
+    return value

@@ -1,0 +1,362 @@
+"""Rules in the bot panel (P3 §6, as built in 3f): rows after the open tasks with their state (grey observe,
+green act, red paused with why), a rule opened in place with the user's words and the next run, the
+[观察 | 执行] toggle, the run log only when the facade keeps one, 删除 after a confirm, and the rule editor
+(its live preview, and refusals shown at the field the core names)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from pytestqt.qtbot import QtBot
+
+from core.bus import EventBus
+from core.events import RuleChanged
+from tests.fakes.fake_attention import FakeAttentionFacade
+from tests.fakes.fake_bots import FakeBotFacade
+from tests.fakes.fake_chat import FakeChatFacade
+from tests.fakes.fake_rules import FakeRuleFacade, FakeRuleFacadeWithRuns
+from tests.fakes.fake_tasks import FakeTaskFacade
+from tests.ui.conftest import wait_until
+from ui.bot_panel import BotPanel
+from ui.bridge import EventBridge
+from ui.main_window import MainWindow
+from ui.rule_editor import RuleEditor
+from ui.rule_rows import moment_words
+
+DAY = 24 * 3600
+TZ = "Asia/Shanghai"
+
+
+@pytest.fixture
+def tasks(facade: FakeChatFacade) -> FakeTaskFacade:
+    return FakeTaskFacade(facade)
+
+
+@pytest.fixture
+def rules(facade: FakeChatFacade) -> FakeRuleFacade:
+    return FakeRuleFacade(facade.bus)
+
+
+@pytest.fixture
+def bots(facade: FakeChatFacade) -> FakeBotFacade:
+    made = FakeBotFacade(facade.bus)
+    made.add("天天", bot_id="bot-1")
+    return made
+
+
+def make_window(
+    qtbot: QtBot,
+    facade: FakeChatFacade,
+    bridge: EventBridge,
+    tasks: FakeTaskFacade,
+    bots: FakeBotFacade,
+    rules: FakeRuleFacade,
+) -> MainWindow:
+    made = MainWindow(
+        facade, bridge, tasks=tasks, attention=FakeAttentionFacade(facade), bots=bots, rules=rules
+    )
+    qtbot.addWidget(made)
+    made.show()
+    return made
+
+
+@pytest.fixture
+def panel_window(
+    qtbot: QtBot,
+    facade: FakeChatFacade,
+    bridge: EventBridge,
+    tasks: FakeTaskFacade,
+    bots: FakeBotFacade,
+    rules: FakeRuleFacade,
+) -> Iterator[MainWindow]:
+    made = make_window(qtbot, facade, bridge, tasks, bots, rules)
+    yield made
+    made.shutdown()
+
+
+async def open_panel(window: MainWindow) -> BotPanel:
+    await window.refresh()
+    await wait_until(lambda: window.bot_view("bot-1") is not None)
+    assert window.panel_button is not None
+    QTest.mouseClick(window.panel_button, Qt.MouseButton.LeftButton)
+    panel = window.bot_panel
+    assert panel is not None
+    await wait_until(panel.isVisible)
+    return panel
+
+
+async def test_rules_follow_the_open_tasks_and_come_before_the_ended(
+    panel_window: MainWindow, facade: FakeChatFacade, tasks: FakeTaskFacade, rules: FakeRuleFacade
+) -> None:
+    now = time.time()
+    facade.add_conversation("GPU")
+    tasks.add_task("GPU prices", stage="working", updated_at=now - 20)
+    tasks.add_task("Downloads", stage="ready", updated_at=now - DAY)
+    rules.add_rule("Watch X", schedule={"kind": "daily", "time": "08:00"}, mode="observe")
+    rules.add_rule("Other bot's", bot_id="bot-2")
+    panel = await open_panel(panel_window)
+
+    await wait_until(lambda: len(panel.task_group_lines()) == 3)
+    assert panel.task_group_lines() == ["GPU prices", "Every day at 08:00 · Watch X", "Ended 1"]
+    row = panel.rule_rows[0]
+    assert row.dot.state == "idle"  # grey: the person chose observe
+    when = moment_words(row.rule.next_run_at, TZ, time.time())
+    assert row.state_text == f"Observing; runs again {when}"
+
+    # A rule made meanwhile shows up without a click (RuleChanged through the bridge).
+    rules.add_rule("Issue digest", schedule={"kind": "weekly", "time": "09:00", "days": [0]})
+    await wait_until(lambda: len(panel.rule_rows) == 2)
+    newest = panel.rule_rows[0]
+    assert newest.text() == "Every Monday at 09:00 · Issue digest"
+    assert newest.dot.state == "working"  # green: it acts
+    assert newest.state_text.startswith("Acting · next ")
+
+
+async def test_a_bot_with_only_rules_has_the_tasks_group(
+    panel_window: MainWindow, facade: FakeChatFacade, rules: FakeRuleFacade
+) -> None:
+    facade.add_conversation("GPU")
+    panel = await open_panel(panel_window)
+    await panel.reload()
+    assert not panel.tasks_group.isVisible()
+    rules.add_rule("Watch X")
+    await wait_until(panel.tasks_group.isVisible)
+    assert panel.task_group_lines() == ["Every day at 08:00 · Watch X"]
+
+
+async def test_a_paused_rule_is_red_and_says_why(
+    panel_window: MainWindow, facade: FakeChatFacade, rules: FakeRuleFacade
+) -> None:
+    facade.add_conversation("GPU")
+    rule = rules.add_rule("Issue digest", paused_reason="failures")
+    panel = await open_panel(panel_window)
+    await wait_until(lambda: len(panel.rule_rows) == 1)
+    row = panel.rule_rows[0]
+    assert row.dot.state == "failed"
+    assert row.state_text == "Paused: failed 3 times in a row"
+    assert row.state_label.property("role") == "danger"
+
+    rules.set_paused(rule.id, "budget")
+    await wait_until(lambda: panel.rule_rows[0].state_text == "Paused: this month's budget is used up")
+
+
+async def test_opening_a_rule_shows_its_words_and_next_run_and_the_toggle_switches_the_mode(
+    panel_window: MainWindow, facade: FakeChatFacade, rules: FakeRuleFacade
+) -> None:
+    facade.add_conversation("GPU")
+    rule = rules.add_rule(
+        "Watch X",
+        "Every morning check the price of X and tell me when it is under 200",
+        {"kind": "daily", "time": "08:00"},
+        mode="observe",
+        version=2,
+    )
+    panel = await open_panel(panel_window)
+    await wait_until(lambda: len(panel.rule_rows) == 1)
+    QTest.mouseClick(panel.rule_rows[0], Qt.MouseButton.LeftButton)
+    detail = panel.rule_detail
+    assert detail is not None
+    await wait_until(lambda: detail.rule is not None and detail.isVisible())
+
+    assert panel.showing_detail()
+    assert detail.title_label.text() == "Every day at 08:00 · Watch X"
+    assert detail.words_label.text() == (
+        "“Every morning check the price of X and tell me when it is under 200”"
+    )
+    when = moment_words(rule.next_run_at, TZ, time.time())
+    assert detail.next_label.text() == f"{when} ({TZ})"
+    assert detail.version_label.text() == "Version 2"
+    assert detail.mode_toggle.buttons["observe"].isChecked()
+    # Without rule runs in the facade there is no log and no 立即运行.
+    assert not detail.log_box.isVisible()
+    assert not detail.run_button.isVisible()
+
+    QTest.mouseClick(detail.mode_toggle.buttons["act"], Qt.MouseButton.LeftButton)
+    await wait_until(lambda: detail.rule is not None and detail.rule.mode == "act")
+    assert (
+        "update",
+        {"rule_id": rule.id, "title": None, "instruction": None, "schedule": None, "mode": "act"},
+    ) in rules.calls
+    assert detail.mode_toggle.buttons["act"].isChecked()
+    assert detail.state_label.text() == f"Acting · next {when}"
+    assert detail.state_dot.state == "working"
+
+    QTest.keyClick(detail, Qt.Key.Key_Escape)
+    await wait_until(lambda: not panel.showing_detail())
+    await wait_until(lambda: panel.rule_rows[0].dot.state == "working")
+    assert panel.rule_rows[0].state_text == f"Acting · next {when}"
+
+
+async def test_the_run_log_shows_newest_first_when_the_facade_keeps_one(
+    qtbot: QtBot,
+    facade: FakeChatFacade,
+    bridge: EventBridge,
+    tasks: FakeTaskFacade,
+    bots: FakeBotFacade,
+) -> None:
+    rules = FakeRuleFacadeWithRuns(facade.bus)
+    window = make_window(qtbot, facade, bridge, tasks, bots, rules)
+    try:
+        facade.add_conversation("GPU")
+        rule = rules.add_rule("Watch X", mode="observe")
+        now = time.time()
+        rules.add_run(rule.id, now - 2 * DAY, outcome="failed", reason="the page didn't load", cost_usd=0.01)
+        rules.add_run(rule.id, now - 60, would="X dropped to 199 (was 259)", cost_usd=0.03)
+        rules.add_run(rule.id, now - DAY, cost_usd=0.02)
+        panel = await open_panel(window)
+        await wait_until(lambda: len(panel.rule_rows) == 1)
+        await panel.open_rule(rule.id)
+        detail = panel.rule_detail
+        assert detail is not None
+        await wait_until(lambda: len(detail.run_rows) == 3)
+        assert detail.log_box.isVisible()
+        assert detail.run_button.isVisible()
+        lines = detail.log_lines()
+        assert lines[0] == (
+            f"{moment_words(now - 60, TZ, now)} · Observe · Would have sent: “X dropped to 199 (was 259)”"
+            " · ~$0.03"
+        )
+        assert lines[1] == f"{moment_words(now - DAY, TZ, now)} · Observe · Would have stayed quiet · ~$0.02"
+        assert lines[2] == f"{moment_words(now - 2 * DAY, TZ, now)} · Failed: the page didn't load · ~$0.01"
+
+        QTest.mouseClick(detail.run_button, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: rules.run_now_calls == [rule.id])
+        # A run the core already put in words shows those words.
+        rules.add_run(rule.id, now - 30, outcome="skipped", line="Skipped: the computer was off")
+        await wait_until(lambda: len(detail.run_rows) == 4)
+        assert detail.log_lines()[0] == f"{moment_words(now - 30, TZ, now)} · Skipped: the computer was off"
+    finally:
+        window.shutdown()
+
+
+async def test_delete_asks_in_place_then_goes_back_and_the_row_is_gone(
+    panel_window: MainWindow, facade: FakeChatFacade, rules: FakeRuleFacade
+) -> None:
+    facade.add_conversation("GPU")
+    rule = rules.add_rule("Watch X")
+    panel = await open_panel(panel_window)
+    await wait_until(lambda: len(panel.rule_rows) == 1)
+    await panel.open_rule(rule.id)
+    detail = panel.rule_detail
+    assert detail is not None
+    QTest.mouseClick(detail.delete_button, Qt.MouseButton.LeftButton)
+    assert detail.confirm.isVisible()
+    assert ("delete", {"rule_id": rule.id}) not in rules.calls
+    QTest.mouseClick(detail.confirm_delete, Qt.MouseButton.LeftButton)
+    await wait_until(lambda: not panel.showing_detail())
+    assert ("delete", {"rule_id": rule.id}) in rules.calls
+    await wait_until(lambda: not panel.rule_rows)
+    assert not panel.tasks_group.isVisible()
+
+
+async def test_the_editor_refuses_every_under_15_minutes_at_the_minutes_field_then_creates(
+    qtbot: QtBot, rules: FakeRuleFacade
+) -> None:
+    editor = RuleEditor(rules, bot_id="bot-1")
+    qtbot.addWidget(editor)
+    editor.show()
+    assert editor.mode_toggle.mode == "act"  # act by default (P3 §5)
+    editor.title_input.setText("Check the build")
+    editor.words_input.setPlainText("Look at the nightly build and tell me if it broke")
+    editor.set_kind("every")
+    assert editor.rows["schedule.minutes"].isVisible()
+    assert not editor.rows["schedule.time"].isVisible()
+    editor.minutes_input.setText("5")
+    assert not editor.preview_ok  # the preview already says what is wrong, quietly
+
+    with qtbot.waitSignal(editor.saved, raising=False, timeout=300) as blocker:
+        editor.submit()
+        await wait_until(lambda: bool(editor.field_error("schedule.minutes")))
+    assert not blocker.signal_triggered
+    assert "15 minutes" in editor.field_error("schedule.minutes")
+    assert editor.isVisible()
+    assert await rules.list_rules() == []
+
+    editor.minutes_input.setText("30")
+    saved: list[object] = []
+    editor.saved.connect(saved.append)
+    editor.submit()
+    await wait_until(lambda: bool(saved))
+    assert not editor.isVisible()
+    made = await rules.list_rules(lang="en")
+    assert len(made) == 1
+    assert made[0].schedule == {"kind": "every", "tz": TZ, "minutes": 30}
+    assert made[0].mode == "act"
+    assert made[0].schedule_words == f"Every 30 minutes ({TZ})"
+
+
+async def test_the_editor_shows_a_refused_title_at_its_field(qtbot: QtBot, rules: FakeRuleFacade) -> None:
+    editor = RuleEditor(rules, bot_id="bot-1")
+    qtbot.addWidget(editor)
+    editor.show()
+    editor.words_input.setPlainText("Remind me to stretch")
+    editor.submit()
+    await wait_until(lambda: bool(editor.field_error("title")))
+    assert editor.field_error("title") == "The title needs 1 to 80 characters."
+    assert not editor.error.isVisible()
+
+
+async def test_the_preview_follows_the_schedule(qtbot: QtBot) -> None:
+    # Monday 2026-11-30 10:00 in Shanghai: the next three weekday mornings are known.
+    now = 1_796_004_000.0
+    rules = FakeRuleFacade(EventBus(), now=now)
+    editor = RuleEditor(rules, bot_id="bot-1", now=rules.now)
+    qtbot.addWidget(editor)
+    editor.show()
+    assert editor.preview_text() == (f"Every day at 08:00 ({TZ})\nNext: tomorrow 08:00, Wed 08:00, Thu 08:00")
+    editor.time_input.setText("09:30")
+    assert editor.preview_text().startswith(f"Every day at 09:30 ({TZ})")
+    editor.set_kind("weekly")
+    assert not editor.preview_ok  # a weekly schedule needs a day
+    editor.day_buttons[0].setChecked(True)
+    assert editor.preview_text() == (
+        f"Every Monday at 09:30 ({TZ})\nNext: 12/7 09:30, 12/14 09:30, 12/21 09:30"
+    )
+    editor.set_kind("every")
+    editor.minutes_input.setText("120")
+    assert editor.preview_text().startswith(f"Every 2 hours ({TZ})\nNext: today ")
+
+
+async def test_editing_keeps_the_mode_and_sends_only_what_changed(
+    qtbot: QtBot, rules: FakeRuleFacade
+) -> None:
+    rule = rules.add_rule("Watch X", "check X", {"kind": "daily", "time": "08:00", "days": [0, 1, 2, 3, 4]})
+    editor = RuleEditor(rules, rule=rule)
+    qtbot.addWidget(editor)
+    editor.show()
+    assert editor.kind() == "daily"
+    assert editor.workdays.isChecked()
+    assert not editor.rows["mode"].isVisibleTo(editor)  # the mode is switched in the detail
+    editor.words_input.setPlainText("check X and Y")
+    saved: list[object] = []
+    editor.saved.connect(saved.append)
+    editor.submit()
+    await wait_until(lambda: bool(saved))
+    assert rules.calls[-1] == (
+        "update",
+        {
+            "rule_id": rule.id,
+            "title": "Watch X",
+            "instruction": "check X and Y",
+            "schedule": None,
+            "mode": None,
+        },
+    )
+    assert (await rules.get(rule.id)).version == 2
+
+
+async def test_the_bridge_folds_rule_changes_into_one_signal(qtbot: QtBot) -> None:
+    bus = EventBus()
+    bridge = EventBridge(bus, task_interval_ms=10)
+    seen: list[str] = []
+    bridge.ruleChanged.connect(seen.append)
+    try:
+        for _ in range(5):
+            bus.publish(RuleChanged("ru_1"))
+        await wait_until(lambda: seen == ["ru_1"] and not bridge.pending())
+    finally:
+        bridge.close()

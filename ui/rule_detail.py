@@ -1,0 +1,576 @@
+"""One rule, opened in place in the bot panel (P3 §6 "Rule detail"; "What the user can always see": the
+user's words, the schedule in words, the mode, the next run and the run log):
+
+    每天 08:00 · 看 X 价格
+    ○ 观察中,明天 08:00 再运行                 [观察 | 执行]
+    ┌ 用户的原话  「每天早上看看 X 的价格,降到 200 以下告诉我」
+    │ 下次        明天 08:00(Asia/Shanghai)
+    └ 版本        第 2 版
+    运行记录       今天 08:00 · 观察 · 本会发送:“X 降价了,现在 ¥199” · 约 $0.03
+                   昨天 08:00 · 观察 · 本会保持安静 · 约 $0.02
+    [立即运行] [编辑] [删除]
+
+The run log and 立即运行 come with rule runs: they are shown only when the facade offers `runs` and
+`run_now`, so this works before and after. The mode toggle and every command go through the facade and
+never wait; the view re-reads when the rule changes (RuleChanged), and a read for a rule no longer shown
+is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Any, cast
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.errors import NotFoundError
+from core.rules.facade import RuleFacade
+from core.rules.views import RuleView
+from ui import theme
+from ui.answer_bar import reason
+from ui.async_calls import AsyncCalls
+from ui.i18n import language, t
+from ui.reloader import Reloader
+from ui.rule_editor import ModeToggle, RuleEditor
+from ui.rule_rows import mode_word, moment_words, rule_heading, rule_state
+from ui.status_dot import StatusDot
+from ui.task_list import section_label
+from ui.wrapped_label import SELECTABLE, WrappedLabel
+
+log = logging.getLogger(__name__)
+
+# The user's words are shown whole unless they run to pages.
+WORDS_LIMIT = 1200
+# One page of the log; older runs are in the export (P3: kept 30 days).
+LOG_PAGE = 30
+# A would-be message is quoted in one glance, not in full: the expanded run has the rest.
+QUOTE_LIMIT = 120
+
+RunsRead = Callable[..., Awaitable[object]]
+
+
+def _field(run: object, *names: str) -> Any:
+    """A run's field by any of its names, from a view object or its JSON (camelCase) form."""
+    for name in names:
+        if isinstance(run, Mapping):
+            camel = name.split("_")[0] + "".join(part.title() for part in name.split("_")[1:])
+            for key in (name, camel):
+                if run.get(key) not in (None, ""):
+                    return run[key]
+        else:
+            value = getattr(run, name, None)
+            if value not in (None, ""):
+                return value
+    return None
+
+
+def _quote(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= QUOTE_LIMIT else flat[: QUOTE_LIMIT - 1] + "…"
+
+
+def run_outcome(run: object) -> str:
+    """What one run did, in the log's words: 本会发送:“…” / 本会保持安静 / 失败:… / 跳过:…"""
+    ready = _field(run, "line", "outcome_line")
+    if isinstance(ready, str):
+        return ready  # the core already said it
+    outcome = str(_field(run, "outcome", "state") or "")
+    observing = _field(run, "mode") == "observe"
+    error = str(_field(run, "reason", "error") or "")
+    if outcome == "failed":
+        return t("rules.run.failed", reason=error) if error else t("rules.run.failed_plain")
+    if outcome == "skipped":
+        return t("rules.run.skipped", reason=error) if error else t("rules.run.skipped_plain")
+    if outcome in ("running", "queued", "settling"):
+        return t("rules.run.running")
+    # What it said (act) or would have said (observe), under the names RunLogEntry uses.
+    observing_text = _field(run, "would", "message") if observing else _field(run, "said", "message")
+    text = str(observing_text or "")
+    prefix = "rules.run.would" if observing else "rules.run.did"
+    return t(f"{prefix}_send", message=_quote(text)) if text else t(f"{prefix}_quiet")
+
+
+def run_cost(run: object) -> str:
+    spent = _field(run, "spent_usd", "cost_usd")
+    if not isinstance(spent, int | float) or spent <= 0 or _field(run, "outcome") == "skipped":
+        return ""
+    return t("rules.run.cost", usd=f"{spent:.2f}")
+
+
+def run_when(run: object, tz: str, now: float) -> str:
+    at = _field(run, "time", "started_at", "created_at")
+    return moment_words(float(at), tz, now) if isinstance(at, int | float) else ""
+
+
+def run_line(run: object, tz: str, now: float) -> str:
+    """「今天 08:00 · 观察 · 本会发送:“…” · 约 $0.03」: time, mode, outcome, cost (P3 "Auditing a rule")."""
+    parts = [run_when(run, tz, now)]
+    outcome = str(_field(run, "outcome", "state") or "")
+    mode = _field(run, "mode")
+    if outcome not in ("failed", "skipped") and isinstance(mode, str) and mode:
+        parts.append(mode_word(mode))
+    parts.append(run_outcome(run))
+    parts.append(run_cost(run))
+    return " · ".join(part for part in parts if part)
+
+
+def _pages(result: object) -> list[object]:
+    """The rows of a `runs` answer: a list, or a page object or JSON with its rows under `runs`."""
+    if isinstance(result, Sequence) and not isinstance(result, str | bytes):
+        return list(result)
+    rows = result.get("runs") if isinstance(result, Mapping) else getattr(result, "runs", None)
+    return list(rows) if isinstance(rows, Sequence) else []
+
+
+class RunLogRow(QWidget):
+    """One run: 「今天 08:00 · 观察」 and the cost on the first line, what it did under it."""
+
+    def __init__(self, run: object, tz: str, now: float, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ruleRunRow")
+        self.run = run
+        self.line = run_line(run, tz, now)
+        outcome = str(_field(run, "outcome", "state") or "")
+        mode = _field(run, "mode")
+        head = [run_when(run, tz, now)]
+        if outcome not in ("failed", "skipped") and isinstance(mode, str) and mode:
+            head.append(mode_word(mode))
+        self.when = QLabel(" · ".join(p for p in head if p), self)
+        self.when.setObjectName("ruleRunWhen")
+        self.when.setProperty("role", "muted")
+        self.when.setFont(theme.font("small"))
+        self.cost = QLabel(run_cost(run), self)
+        self.cost.setObjectName("ruleRunCost")
+        self.cost.setProperty("role", "faint")
+        self.cost.setFont(theme.font("small"))
+        self.outcome = WrappedLabel(run_outcome(run), self)
+        self.outcome.setObjectName("ruleRunOutcome")
+        self.outcome.setTextFormat(Qt.TextFormat.PlainText)
+        self.outcome.setTextInteractionFlags(SELECTABLE)
+        if outcome == "failed":
+            self.outcome.setProperty("role", "danger")
+        first = QHBoxLayout()
+        first.setSpacing(8)
+        first.addWidget(self.when, 1)
+        first.addWidget(self.cost)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(14, 9, 14, 9)
+        column.setSpacing(2)
+        column.addLayout(first)
+        column.addWidget(self.outcome)
+        self.setAccessibleName(self.line)
+
+
+class RuleDetailBody(QWidget):
+    """The rule's detail. `deleted(id)`: the rule is gone after 删除; the owner goes back."""
+
+    deleted = Signal(str)
+    titleChanged = Signal(str)
+
+    def __init__(
+        self, rules: RuleFacade, parent: QWidget | None = None, now: Callable[[], float] = time.time
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("ruleDetailBody")
+        self._rules = rules
+        self._now = now
+        self._rule_id: str | None = None
+        self._rule: RuleView | None = None
+        self._deleting: str | None = None
+        self._following = False
+        self._calls = AsyncCalls()
+        self._reader: Reloader[tuple[str, RuleView | None, list[object] | None]] = Reloader(
+            self._load, self._apply, self._failed
+        )
+        self.run_rows: list[RunLogRow] = []
+        self.editor: RuleEditor | None = None
+
+        self._column = QVBoxLayout(self)
+        self._column.setContentsMargins(0, 0, 0, 0)
+        self._column.setSpacing(8)
+        self.title_label = WrappedLabel("", self)
+        self.title_label.setObjectName("ruleDetailTitle")
+        self.title_label.setFont(theme.font("strong"))
+        self.title_label.setTextFormat(Qt.TextFormat.PlainText)
+        self._column.addWidget(self.title_label)
+        self._build_state()
+        self._build_facts()
+        self._build_log()
+        self._build_actions()
+        self._set_body_visible(False)
+
+    # -- building --------------------------------------------------------------------------------------
+
+    def _build_state(self) -> None:
+        row = QHBoxLayout()
+        row.setContentsMargins(4, 0, 0, 0)
+        row.setSpacing(6)
+        self.state_dot = StatusDot("idle", 8, self)
+        self.state_label = WrappedLabel("", self)
+        self.state_label.setObjectName("ruleState")
+        self.state_label.setFont(theme.font("small"))
+        self.mode_toggle = ModeToggle(("observe", "act"), self)
+        self.mode_toggle.chosen.connect(self._on_mode)
+        row.addWidget(self.state_dot, 0, Qt.AlignmentFlag.AlignVCenter)
+        row.addWidget(self.state_label, 1, Qt.AlignmentFlag.AlignVCenter)
+        row.addWidget(self.mode_toggle, 0, Qt.AlignmentFlag.AlignVCenter)
+        self._column.addLayout(row)
+
+        self.notice = WrappedLabel("", self)  # a failed command or read says why, quietly
+        self.notice.setObjectName("ruleNotice")
+        self.notice.setProperty("role", "danger")
+        self.notice.setFont(theme.font("small"))
+        self.notice.setContentsMargins(4, 0, 0, 0)
+        self.notice.hide()
+        self._column.addWidget(self.notice)
+
+    def _build_facts(self) -> None:
+        # One well, no lines between its rows, like the task detail (P3 3f).
+        self.well = QFrame(self)
+        self.well.setObjectName("taskWell")
+        facts = QVBoxLayout(self.well)
+        facts.setContentsMargins(14, 12, 14, 14)
+        facts.setSpacing(4)
+        self.words_label = self._fact(facts, t("rules.detail.words"), "ruleWords")
+        facts.addSpacing(8)
+        self.next_label = self._fact(facts, t("rules.detail.next"), "ruleNext")
+        facts.addSpacing(8)
+        self.version_label = self._fact(facts, t("rules.detail.version"), "ruleVersion")
+        self._column.addWidget(self.well)
+
+    def _fact(self, layout: QVBoxLayout, caption: str, name: str) -> WrappedLabel:
+        layout.addWidget(section_label(caption, self.well))
+        value = WrappedLabel("", self.well)
+        value.setObjectName(name)
+        value.setTextFormat(Qt.TextFormat.PlainText)
+        value.setTextInteractionFlags(SELECTABLE)
+        layout.addWidget(value)
+        return value
+
+    def _build_log(self) -> None:
+        self.log_box = QWidget(self)
+        column = QVBoxLayout(self.log_box)
+        column.setContentsMargins(0, 6, 0, 0)
+        column.setSpacing(6)
+        caption = section_label(t("rules.detail.log"), self.log_box)
+        caption.setContentsMargins(4, 0, 0, 0)
+        column.addWidget(caption)
+        self.log_well = QFrame(self.log_box)
+        self.log_well.setObjectName("taskWell")
+        self._log_layout = QVBoxLayout(self.log_well)
+        self._log_layout.setContentsMargins(0, 0, 0, 0)
+        self._log_layout.setSpacing(0)
+        column.addWidget(self.log_well)
+        self.log_empty = QLabel(t("rules.detail.no_runs"), self.log_box)
+        self.log_empty.setObjectName("ruleLogEmpty")
+        self.log_empty.setProperty("role", "faint")
+        self.log_empty.setFont(theme.font("small"))
+        self.log_empty.setContentsMargins(4, 0, 0, 0)
+        column.addWidget(self.log_empty)
+        self._column.addWidget(self.log_box)
+
+    def _build_actions(self) -> None:
+        self.action_row = QWidget(self)
+        row = QHBoxLayout(self.action_row)
+        row.setContentsMargins(0, 6, 0, 0)
+        row.setSpacing(8)
+        self.run_button = self._button(t("rules.detail.run_now"), "ruleRunNowButton", self._on_run_now)
+        self.edit_button = self._button(t("rules.detail.edit"), "ruleEditButton", self._on_edit)
+        self.delete_button = self._button(t("rules.detail.delete"), "taskDeleteButton", self._ask_delete)
+        for made in (self.run_button, self.edit_button, self.delete_button):
+            row.addWidget(made)
+        row.addStretch(1)
+        self._column.addWidget(self.action_row)
+
+        # Deleting drops the run log too, so it asks first, in place, as the task detail does.
+        self.confirm = QFrame(self)
+        self.confirm.setObjectName("taskConfirm")
+        confirm_column = QVBoxLayout(self.confirm)
+        confirm_column.setContentsMargins(12, 10, 12, 10)
+        confirm_column.setSpacing(8)
+        self.confirm_text = WrappedLabel(t("rules.detail.delete_confirm"), self.confirm)
+        confirm_column.addWidget(self.confirm_text)
+        buttons = QHBoxLayout()
+        buttons.setSpacing(8)
+        self.confirm_delete = self._button(t("rules.detail.delete"), "taskConfirmDelete", self._on_delete)
+        self.cancel_delete = self._button(t("rules.detail.cancel"), "taskCancelDelete", self._cancel_delete)
+        buttons.addWidget(self.confirm_delete)
+        buttons.addWidget(self.cancel_delete)
+        buttons.addStretch(1)
+        confirm_column.addLayout(buttons)
+        self.confirm.hide()
+        self._column.addWidget(self.confirm)
+
+    def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
+        made = QPushButton(text, self)
+        made.setObjectName(name)
+        made.setCursor(Qt.CursorShape.PointingHandCursor)
+        made.setFont(theme.font("small"))
+        made.clicked.connect(lambda _checked=False: slot())
+        return made
+
+    # -- what the owner drives -------------------------------------------------------------------------
+
+    @property
+    def rule_id(self) -> str | None:
+        return self._rule_id
+
+    @property
+    def rule(self) -> RuleView | None:
+        return self._rule
+
+    @property
+    def has_log(self) -> bool:
+        """Whether the facade keeps a run log (rule runs are built); without it the section is absent."""
+        return callable(getattr(self._rules, "runs", None))
+
+    @property
+    def can_run_now(self) -> bool:
+        return callable(getattr(self._rules, "run_now", None))
+
+    def show_rule(self, rule_id: str) -> Any:
+        """Show this rule and follow it; the future resolves once it is shown."""
+        self._following = True
+        if rule_id != self._rule_id:
+            self._reader.reset()
+            self._rule_id = rule_id
+            self._rule = None
+            self.title_label.setText("")
+            self.notice.hide()
+            self.confirm.hide()
+            self._clear_log()
+            self._set_body_visible(False)
+        return self._reader.request()
+
+    def close_view(self) -> None:
+        self._reader.reset()
+        self._following = False
+
+    def on_rule_changed(self, rule_id: str) -> None:
+        if self._following and rule_id == self._rule_id:
+            self._reader.request()
+
+    def shutdown(self) -> None:
+        self.close_view()
+        self._rule_id = None
+        self._calls.cancel_all()
+        if self.editor is not None:
+            self.editor.reject()
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    async def _load(self) -> tuple[str, RuleView | None, list[object] | None]:
+        rule_id = self._rule_id
+        if rule_id is None:
+            return "", None, None
+        try:
+            rule = await self._rules.get(rule_id, lang=language())
+        except NotFoundError:
+            return rule_id, None, None
+        runs: list[object] | None = None
+        read = getattr(self._rules, "runs", None)
+        if callable(read):
+            runs = _pages(await cast(RunsRead, read)(rule_id, lang=language()))
+        return rule_id, rule, runs
+
+    def _apply(self, result: tuple[str, RuleView | None, list[object] | None]) -> None:
+        rule_id, rule, runs = result
+        if rule_id != self._rule_id:
+            return  # read for a rule that is no longer shown
+        if rule is None:
+            self._rule = None
+            self._set_body_visible(False)
+            self.confirm.hide()
+            self._say(t("rules.detail.gone"))
+            if self._deleting == rule_id:
+                self._deleting = None
+                self.deleted.emit(rule_id)
+            return
+        self._rule = rule
+        self._show(rule, runs)
+
+    def _failed(self, exc: Exception) -> None:
+        self._say(t("rules.load_failed", reason=reason(exc)))
+
+    def _say(self, text: str) -> None:
+        self.notice.setText(text)
+        self.notice.show()
+
+    def _show(self, rule: RuleView, runs: list[object] | None) -> None:
+        heading = rule_heading(rule)
+        if self.title_label.text() != heading:
+            self.title_label.setText(heading)
+            self.titleChanged.emit(heading)
+        now = self._now()
+        dot, words = rule_state(rule, now)
+        self.state_dot.set_state(dot)
+        self.state_label.setText(words)
+        self.state_label.setProperty("role", "danger" if rule.paused_reason else "muted")
+        self.state_label.style().unpolish(self.state_label)
+        self.state_label.style().polish(self.state_label)
+        self.mode_toggle.set_mode(rule.mode)
+        self.mode_toggle.setEnabled(True)
+        # A fixed reminder always acts (P3 §5): there is nothing to watch, so no toggle.
+        self.mode_toggle.setVisible(rule.kind != "remind")
+        words_text = rule.instruction.strip()
+        if len(words_text) > WORDS_LIMIT:
+            words_text = words_text[:WORDS_LIMIT] + "…"
+        self.words_label.setText(t("rules.detail.quoted", words=words_text))
+        if rule.next_run_at:
+            when = moment_words(rule.next_run_at, rule.tz, now)
+            self.next_label.setText(t("rules.detail.next_value", when=when, tz=rule.tz))
+        else:
+            self.next_label.setText(t("rules.detail.no_next"))
+        self.version_label.setText(t("rules.detail.version_value", version=rule.version))
+        self._show_log(rule, runs)
+        self._set_body_visible(True)
+
+    def _clear_log(self) -> None:
+        while self._log_layout.count():
+            item = self._log_layout.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.hide()
+                widget.deleteLater()
+        self.run_rows = []
+
+    def _show_log(self, rule: RuleView, runs: list[object] | None) -> None:
+        self._clear_log()
+        self.log_box.setVisible(runs is not None)
+        if runs is None:
+            return
+        now = self._now()
+        for position, run in enumerate(runs[:LOG_PAGE]):
+            if position:
+                line = QFrame(self.log_well)
+                line.setObjectName("taskRowLine")
+                line.setFixedHeight(1)
+                self._log_layout.addWidget(line)
+            row = RunLogRow(run, rule.tz, now, self.log_well)
+            self._log_layout.addWidget(row)
+            self.run_rows.append(row)
+        self.log_well.setVisible(bool(self.run_rows))
+        self.log_empty.setVisible(not self.run_rows)
+
+    def _set_body_visible(self, visible: bool) -> None:
+        for widget in (self.title_label, self.state_dot, self.state_label, self.well, self.action_row):
+            widget.setVisible(visible)
+        self.mode_toggle.setVisible(visible and (self._rule is None or self._rule.kind != "remind"))
+        self.log_box.setVisible(visible and self.has_log)
+        self.run_button.setVisible(self.can_run_now)
+
+    def log_lines(self) -> list[str]:
+        """The run log as shown, newest first (tests read this)."""
+        return [row.line for row in self.run_rows]
+
+    # -- commands --------------------------------------------------------------------------------------
+
+    def _on_mode(self, mode: str) -> None:
+        rule_id = self._rule_id
+        if rule_id is None:
+            return
+        self.notice.hide()
+        self.mode_toggle.setEnabled(False)  # one change at a time; the re-read enables it again
+        self._calls.start(
+            self._rules.update(rule_id, mode=mode, lang=language()),
+            done=lambda view: self._mode_ended(rule_id, view, None),
+            failed=lambda exc: self._mode_ended(rule_id, None, exc),
+        )
+
+    def _mode_ended(self, rule_id: str, view: RuleView | None, exc: Exception | None) -> None:
+        if rule_id != self._rule_id:
+            return
+        self.mode_toggle.setEnabled(True)
+        if exc is not None:
+            self._say(t("rules.detail.mode_failed", reason=reason(exc)))
+            if self._rule is not None:
+                self.mode_toggle.set_mode(self._rule.mode)  # back to what the rule really is
+            return
+        self._reader.request()  # the new state, even if its RuleChanged was missed
+
+    def _on_run_now(self) -> None:
+        rule_id = self._rule_id
+        run_now = getattr(self._rules, "run_now", None)
+        if rule_id is None or not callable(run_now):
+            return
+        self.notice.hide()
+        self.run_button.setEnabled(False)
+        self.run_button.setText(t("rules.detail.running"))
+        self._calls.start(
+            cast(Callable[[str], Coroutine[Any, Any, object]], run_now)(rule_id),
+            done=lambda _result: self._run_ended(rule_id, None),
+            failed=lambda exc: self._run_ended(rule_id, exc),
+        )
+
+    def _run_ended(self, rule_id: str, exc: Exception | None) -> None:
+        self.run_button.setEnabled(True)
+        self.run_button.setText(t("rules.detail.run_now"))
+        if rule_id != self._rule_id:
+            return
+        if exc is not None:
+            self._say(t("rules.detail.run_failed", reason=reason(exc)))
+        self._reader.request()
+
+    def _on_edit(self) -> None:
+        if self._rule is None:
+            return
+        if self.editor is not None:
+            self.editor.raise_()
+            return
+        self.editor = RuleEditor(self._rules, rule=self._rule, parent=self.window())
+        self.editor.saved.connect(lambda _view: self._reader.request())
+        self.editor.finished.connect(self._editor_closed)
+        self.editor.open()
+
+    def _editor_closed(self, _result: int) -> None:
+        if self.editor is not None:
+            self.editor.deleteLater()
+        self.editor = None
+
+    def _ask_delete(self) -> None:
+        if self._rule_id is None:
+            return
+        self.action_row.hide()
+        self.confirm.show()
+        self.cancel_delete.setFocus()  # Enter right after the click cancels; deleting takes a choice
+
+    def _cancel_delete(self) -> None:
+        self.confirm.hide()
+        self.action_row.setVisible(self._rule is not None)
+
+    def _on_delete(self) -> None:
+        rule_id = self._rule_id
+        if rule_id is None or self._deleting == rule_id:
+            return
+        self._deleting = rule_id
+        self.notice.hide()
+        self.confirm_delete.setEnabled(False)
+        self.confirm_delete.setText(t("rules.detail.deleting"))
+        self._calls.start(
+            self._rules.delete(rule_id),
+            done=lambda _none: self._delete_ended(rule_id, None),
+            failed=lambda exc: self._delete_ended(rule_id, exc),
+        )
+
+    def _delete_ended(self, rule_id: str, exc: Exception | None) -> None:
+        self.confirm_delete.setEnabled(True)
+        self.confirm_delete.setText(t("rules.detail.delete"))
+        if rule_id != self._rule_id:
+            self._deleting = None
+            return
+        if exc is not None:
+            self._deleting = None
+            self._say(t("rules.detail.delete_failed", reason=reason(exc)))
+            self._cancel_delete()
+            return
+        self._reader.request()  # reads "gone", then says `deleted`

@@ -1,0 +1,218 @@
+"""The bot panel's rule rows (P3 §6 mock-ups, "Tasks view" 规则, shown in the panel's 任务 group as built in
+3f): one compact row per rule, after the open tasks and before 「已结束 N」:
+
+    ○ 每天 08:00 · 看 X 价格                          ›     grey: the person chose observe (or off)
+      观察中,明天 08:00 再运行
+    ● 每周一 09:00 · issue 周报                       ›     green: it acts
+      执行中 · 下次 周一 09:00
+    ● 每天 07:30 · 晨报                               ›     red: paused, with why
+      已暂停:连续失败 3 次
+
+The panel is only 340 px wide, so the state goes under the title instead of beside it. `PanelRules` reads
+one bot's rules through the RuleFacade while the panel is shown and says `changed` when they differ; the
+panel then lays its 任务 group out again with these rows in it. The words for times and states live here
+too, because the rule detail says the same things.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import date, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
+
+from core.rules.facade import RuleFacade
+from core.rules.views import RuleView
+from ui import theme
+from ui.answer_bar import reason
+from ui.elided_text import ElidedText
+from ui.i18n import language, t
+from ui.reloader import Reloader
+from ui.status_dot import StatusDot
+from ui.task_chip import PressableRow
+from ui.theme import DotState
+
+log = logging.getLogger(__name__)
+
+ARROW = "›"
+# P3 §6 "Automatic pause": a rule pauses after this many failures in a row.
+FAILURES_TO_PAUSE = 3
+
+
+def _zone(tz: str) -> ZoneInfo | None:
+    try:
+        return ZoneInfo(tz) if tz else None
+    except (ZoneInfoNotFoundError, ValueError):
+        return None  # the system's zone: better a time a little off than no time
+
+
+def moment_words(ts: float, tz: str, now: float) -> str:
+    """A time as a person says it, in the rule's zone: 今天 08:00, 明天 08:00, 周一 09:00, 10/27 08:00."""
+    zone = _zone(tz)
+    return wall_words(datetime.fromtimestamp(ts, zone), datetime.fromtimestamp(now, zone).date())
+
+
+def wall_words(moment: datetime, today: date) -> str:
+    """The same for a wall time already in its zone (a preview's ISO time carries the rule's offset)."""
+    clock = moment.strftime("%H:%M")
+    days = (moment.date() - today).days
+    named = {0: "rules.when.today", 1: "rules.when.tomorrow", -1: "rules.when.yesterday"}
+    if days in named:
+        return t(named[days], clock=clock)
+    if days == -2:
+        return t("rules.when.day_before", clock=clock)
+    if 2 <= days <= 6:
+        # Within the coming week the weekday is clearer than a date.
+        weekday = t("rules.weekdays").split("|")[moment.weekday()]
+        return t("rules.when.weekday", weekday=weekday, clock=clock)
+    return t("rules.when.date", month=moment.month, day=moment.day, clock=clock)
+
+
+def short_words(rule: RuleView) -> str:
+    """The schedule in words without its zone: the row has no room for it, the detail shows it."""
+    words = rule.schedule_words
+    for suffix in (f"（{rule.tz}）", f" ({rule.tz})", f"({rule.tz})"):
+        if words.endswith(suffix):
+            return words[: -len(suffix)].rstrip()
+    return words
+
+
+def rule_heading(rule: RuleView) -> str:
+    """「每天 08:00 · 看 X 价格」: the schedule first, as the design's rows and detail put it."""
+    words = short_words(rule)
+    return f"{words} · {rule.title}" if words else rule.title
+
+
+def mode_word(mode: str) -> str:
+    return t(f"rules.mode.{mode}") if mode in ("observe", "act", "off") else mode
+
+
+def paused_words(rule: RuleView) -> str:
+    if rule.paused_reason == "failures":
+        return t("rules.paused.failures", n=FAILURES_TO_PAUSE)
+    if rule.paused_reason == "budget":
+        return t("rules.paused.budget")
+    return t("rules.paused.other")
+
+
+def rule_state(rule: RuleView, now: float) -> tuple[DotState, str]:
+    """The dot and the words for a rule's state: red when paused (and why), grey for observe and off, green
+    when it acts (P3 §6 mock-ups)."""
+    if rule.paused_reason:
+        return "failed", paused_words(rule)
+    if rule.mode == "off":
+        return "idle", t("rules.state.off")
+    dot: DotState = "working" if rule.mode == "act" else "idle"
+    if not rule.next_run_at:
+        # A `once` that has fired: nothing more is coming.
+        return "idle", t("rules.state.done", mode=mode_word(rule.mode))
+    when = moment_words(rule.next_run_at, rule.tz, now)
+    if rule.mode == "observe":
+        return dot, t("rules.state.observing", when=when)
+    return dot, t("rules.state.acting", when=when)
+
+
+class PanelRuleRow(PressableRow):
+    """One rule in the panel: ● heading ›, the state under it (red when paused)."""
+
+    opened = Signal(str)
+
+    def __init__(self, rule: RuleView, now: float, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        # The task rows' name, so the panel's row styles (hover, focus) apply unchanged.
+        self.setObjectName("panelTaskRow")
+        self.rule = rule
+        state, words = rule_state(rule, now)
+        self.dot = StatusDot(state, 7, self)
+        self.title = ElidedText(rule_heading(rule), 1, self)
+        self.title.setObjectName("panelRuleTitle")
+        self.state_label = QLabel(words, self)
+        self.state_label.setObjectName("panelRuleState")
+        self.state_label.setProperty("role", "danger" if rule.paused_reason else "muted")
+        self.state_label.setFont(theme.font("small"))
+        self.arrow = QLabel(ARROW, self)
+        self.arrow.setProperty("role", "muted")
+        self.arrow.setFont(theme.font("small"))
+        for child in (self.dot, self.title, self.state_label, self.arrow):
+            child.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        # A grid, so the dot sits on the title's line and the state lines up under the title.
+        grid = QGridLayout(self)
+        grid.setContentsMargins(12, 8, 12, 8)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(1)
+        grid.addWidget(self.dot, 0, 0, Qt.AlignmentFlag.AlignVCenter)
+        grid.addWidget(self.title, 0, 1)
+        grid.addWidget(self.state_label, 1, 1)
+        grid.addWidget(self.arrow, 0, 2, 2, 1, Qt.AlignmentFlag.AlignVCenter)
+        grid.setColumnStretch(1, 1)
+        self.setText(rule_heading(rule))
+        self.setAccessibleName(f"{rule_heading(rule)} · {words}")
+        self._tint()
+        self.clicked.connect(lambda: self.opened.emit(self.rule.id))
+
+    @property
+    def state_text(self) -> str:
+        return self.state_label.text()
+
+    def _tint(self) -> None:
+        self.title.set_color(theme.colors().text)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.StyleChange:
+            self._tint()
+        super().changeEvent(event)
+
+
+class PanelRules(QObject):
+    """One bot's rules for the panel, read while it is shown. `changed` when what it would show differs;
+    `failed(text)` when a read failed, in words for the panel's notice."""
+
+    changed = Signal()
+    failed = Signal(str)
+
+    def __init__(self, rules: RuleFacade, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._rules = rules
+        self._bot_id: str | None = None
+        self.views: list[RuleView] = []
+        self._reader: Reloader[tuple[str, list[RuleView]]] = Reloader(self._load, self._apply, self._fail)
+
+    def set_bot(self, bot_id: str | None) -> None:
+        if bot_id != self._bot_id:
+            self._bot_id = bot_id
+            self._reader.reset()
+            if self.views:
+                self.views = []
+                self.changed.emit()
+
+    def request(self) -> asyncio.Future[None] | None:
+        """Read again; the future resolves once the result was applied (None without a bot)."""
+        if self._bot_id is None:
+            return None
+        return self._reader.request()
+
+    def reset(self) -> None:
+        self._reader.reset()
+
+    def rows(self, parent: QWidget, now: float) -> list[PanelRuleRow]:
+        # Newest first, as the service lists them: a rule just made is easy to find.
+        return [PanelRuleRow(rule, now, parent) for rule in self.views]
+
+    async def _load(self) -> tuple[str, list[RuleView]]:
+        bot_id = self._bot_id
+        if bot_id is None:
+            return "", []
+        return bot_id, await self._rules.list_rules(bot_id=bot_id, lang=language())
+
+    def _apply(self, result: tuple[str, list[RuleView]]) -> None:
+        bot_id, views = result
+        if bot_id != self._bot_id or views == self.views:
+            return
+        self.views = views
+        self.changed.emit()
+
+    def _fail(self, exc: Exception) -> None:
+        self.failed.emit(t("rules.load_failed", reason=reason(exc)))
