@@ -27,12 +27,14 @@ from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
 from core.delivery.outbox import Outbox
 from core.preferences_service import PreferencesService
+from core.rules.chat_tools import rule_create_tool
+from core.rules.events import RuleEvents
 from core.rules.runner import RuleRunner
 from core.rules.scheduler import Scheduler
 from core.rules.service import RuleService
 from core.rules.timeline import StoredTimeline
 from core.store.database import Database
-from core.tasks.prompts import CHAT_TASK_RULES
+from core.tasks.prompts import CHAT_RULE_RULES, CHAT_TASK_RULES
 from core.tasks.runner import TASK_RETRY
 from core.tasks.service import TaskService
 from core.tasks.slots import SlotPolicy
@@ -98,8 +100,12 @@ class Host:
             self.clock,
             self.bots,
             retry=chat_retry or RetryPolicy(),
-            extra_tools=lambda: [*self.tasks.chat_tools(), ask_user_question_tool(self.approvals)],
-            prompt_sections=(CHAT_TASK_RULES,),
+            extra_tools=lambda: [
+                *self.tasks.chat_tools(),
+                rule_create_tool(self.rules),
+                ask_user_question_tool(self.approvals),
+            ],
+            prompt_sections=(CHAT_TASK_RULES, CHAT_RULE_RULES),
             task_chips=self.tasks.chips,
         )
         self.approvals = ApprovalCenter(self.db, self.bus, self.clock, self.outbox)
@@ -107,7 +113,14 @@ class Host:
         self.approvals.on_task_expired = self.tasks.fail_for_approval_timeout
         self.approvals.on_wait = self.tasks.runner.wait_for_person
         self.tasks.expire_stale_approvals = self.approvals.expire_all_open
-        self.attention = AttentionService(self.tasks, self.approvals, self.outbox, self.chat, self.clock)
+        # Rule runs' approvals (P3 §7): act asks here (1 h), observe is refused at once and recorded.
+        self.approvals.rule_run = self._rule_run_of_session
+        self.approvals.on_rule_refused = self.rule_runner.refuse_observed_approval
+        self.approvals.on_rule_expired = self.rule_runner.approval_expired
+        self.rule_events = RuleEvents(self.rules, self.rule_runner)
+        self.attention = AttentionService(
+            self.tasks, self.approvals, self.outbox, self.chat, self.clock, rules=self.rules
+        )
         self.bots.activity_reader = BotActivityReader(self.tasks, self.attention, self.chat, self.bots).read
         self.preferences = PreferencesService(self.db, self.clock)
         self.bots.on_background_settings(self._bot_settings_changed)
@@ -120,6 +133,10 @@ class Host:
         self.on_resync(self.scheduler.recompute)
         # Said plainly to the user (health, doctor) and to the model: whether shell commands are sandboxed.
         self.sandbox_note = ""
+
+    def _rule_run_of_session(self, session_id: str) -> tuple[str, str, str] | None:
+        found = self.rule_runner.approval_context(session_id)
+        return (found[0], found[1], found[2].title) if found is not None else None
 
     @property
     def runtime(self) -> AgentRuntime:

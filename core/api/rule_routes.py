@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 
 # The language of the answer's words comes as `?lang=` (as on the task routes); only a preview, which is
 # all words, takes it in the body too.
-_CREATE_FIELDS = frozenset({"botId", "title", "instruction", "schedule", "kind", "mode", "conversationId"})
-_UPDATE_FIELDS = frozenset({"title", "instruction", "schedule", "mode"})
+_CREATE_FIELDS = frozenset(
+    {"botId", "title", "instruction", "schedule", "kind", "mode", "conversationId", "trigger"}
+)
+_UPDATE_FIELDS = frozenset({"title", "instruction", "schedule", "mode", "trigger"})
 _PREVIEW_FIELDS = frozenset({"schedule", "from", "count", "lang"})
 DEFAULT_PREVIEW_COUNT = 5
 
@@ -55,7 +57,7 @@ class RuleRoutes:
         return web.json_response({"rules": [r.to_json() for r in rules]})
 
     async def create_rule(self, request: web.Request) -> web.Response:
-        """`{botId?, title, instruction, schedule, kind?, mode?, conversationId?}` -> 201 with the rule."""
+        """`{botId?, title, instruction, schedule, kind?, mode?, conversationId?, trigger?}` -> 201."""
         body = await json_object(request)
         _no_unknown(body, _CREATE_FIELDS)
         title = required_str(body, "title")
@@ -70,6 +72,7 @@ class RuleRoutes:
             kind=optional_str(body, "kind", "check"),
             mode=optional_str(body, "mode", "act"),
             conversation_id=optional_str(body, "conversationId") or None,
+            trigger=body.get("trigger"),
             lang=_lang(request, body),
         )
         return web.json_response(rule.to_json(), status=201)
@@ -79,7 +82,7 @@ class RuleRoutes:
         return web.json_response(rule.to_json())
 
     async def update_rule(self, request: web.Request) -> web.Response:
-        """`{title?, instruction?, schedule?, mode?}`: a missing or null field stays as it is."""
+        """`{title?, instruction?, schedule?, mode?, trigger?}`: a missing or null field stays as it is."""
         body = await json_object(request)
         _no_unknown(body, _UPDATE_FIELDS)
         rule = await self._host.rules.update(
@@ -88,6 +91,7 @@ class RuleRoutes:
             instruction=_optional(body, "instruction"),
             schedule=body.get("schedule"),
             mode=_optional(body, "mode"),
+            trigger=body.get("trigger"),
             lang=_lang(request, body),
         )
         return web.json_response(rule.to_json())

@@ -1,6 +1,8 @@
 """ApprovalCenter: a tool call that needs a person waits here (P3 §7), and is the one writer of approval rows
-of kind `approval`. A task's approval waits 12 h, a chat's 10 minutes; at the deadline it is refused and the
-task fails 「批准超时」. Approvals do not survive a restart: the call that waited is gone with its turn."""
+of kind `approval`. A task's approval waits 12 h, a chat's 10 minutes, an acting rule run's 1 h; at the
+deadline it is refused and the task (or the rule run) fails 「批准超时」. An observing rule run's requests are
+refused at once (the rule runner records them). Approvals do not survive a restart: the call that waited is
+gone with its turn."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from core.events import TaskChanged
 from core.ids import new_id
 from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows
+from core.store import rules as rule_rows
 from core.store import tasks as task_rows
 from core.store.approvals import ApprovalRecord, ApprovalStatus, DecidedBy
 from core.store.database import Database
@@ -27,9 +30,12 @@ log = logging.getLogger(__name__)
 
 TASK_TTL_S = 12 * 3600.0
 CHAT_TTL_S = 10 * 60.0
+RULE_TTL_S = 3600.0
 TIMEOUT_ERROR = "批准超时"
 
 Expired = Callable[[str], Awaitable[None]]  # task id
+# A live rule run's (run id, mode, rule title) by its session id; None when no rule run has that session.
+RuleRunOf = Callable[[str], "tuple[str, str, str] | None"]
 ACTION_ZH = {"recursive delete": "递归删除", "write outside the workspace": "在工作区外写入"}
 
 
@@ -44,12 +50,22 @@ class ApprovalCenter:
         self.on_task_expired: Expired | None = None
         self.active_run: Callable[[str], str | None] = lambda _task_id: None
         self.on_wait: Callable[[str, bool], None] = lambda _task_id, _waiting: None  # (task, is waiting)
+        # Rule runs (P3 §7): act runs ask here with a 1 h limit; observe runs are refused at once and the
+        # runner records it. The host wires these to the RuleRunner.
+        self.rule_run: RuleRunOf = lambda _session_id: None
+        self.on_rule_refused: Callable[[str, str, str], None] = lambda _sid, _action, _detail: None
+        self.on_rule_expired: Callable[[str], None] = lambda _run_id: None
 
     async def request(self, session_id: str, action: str, detail: str) -> bool:
+        rule_run = self.rule_run(session_id) if session_id.startswith("rule-") else None
+        if rule_run is not None and rule_run[1] == "observe":
+            self.on_rule_refused(session_id, action, detail)
+            return False
         owner = await self._owner(session_id)
         if owner is None:
             return False
         bot_id, conversation_id, task_id, title = owner
+        rule_run_id = rule_run[0] if rule_run is not None else ""
         approval_id = new_id("a")
         now = self._clock.time()
 
@@ -63,16 +79,16 @@ class ApprovalCenter:
                 text=detail,  # what is shown to the person: the command or the path itself
                 now=now,
                 task_id=task_id,
-                run_id=self.active_run(task_id) or "" if task_id else "",
+                run_id=(self.active_run(task_id) or "") if task_id else rule_run_id,
             )
 
         await self._db.write(insert)
         future = self._register(approval_id)
         if language_of(title or detail) == "zh":
-            where = f"任务「{title}」" if title else "聊天"
+            where = (f"规则「{title}」" if rule_run_id else f"任务「{title}」") if title else "聊天"
             ask = f"需批准({where}):{ACTION_ZH.get(action, action)} `{detail}`"
         else:
-            where = f"task “{title}”" if title else "chat"
+            where = (f"rule “{title}”" if rule_run_id else f"task “{title}”") if title else "chat"
             ask = f"Approval needed ({where}): {action} `{detail}`"
         await self._outbox.push(
             delivery_id=f"{approval_id}:ask",
@@ -82,7 +98,15 @@ class ApprovalCenter:
             text=ask,
             task_id=task_id,
         )
+        if rule_run_id:
+            approved = await self._wait(approval_id, future, RULE_TTL_S, "")
+            if not approved and (record := await self._get(approval_id)) and record.decided_by == "ttl":
+                self.on_rule_expired(rule_run_id)
+            return approved
         return await self._wait(approval_id, future, TASK_TTL_S if task_id else CHAT_TTL_S, task_id)
+
+    async def _get(self, approval_id: str) -> ApprovalRecord | None:
+        return await self._db.read(lambda s: approval_rows.get_approval(s, approval_id))
 
     async def ask(self, session_id: str, question: str, options: tuple[str, ...]) -> str | None:
         """The chat agent's `ask_user_question`: a card in the conversation; the turn waits for the answer
@@ -206,6 +230,11 @@ class ApprovalCenter:
             cid = session_id.removeprefix("chat-")
             conversation = await self._db.read(lambda s: conv_rows.get_conversation(s, cid))
             return (conversation.bot_id, conversation.id, "", "") if conversation else None
+        if session_id.startswith("rule-"):
+            # rule-<rule id>-<n>: the rule's bot and conversation, no task; titled with the rule.
+            rule_id = session_id.removeprefix("rule-").rpartition("-")[0]
+            rule = await self._db.read(lambda s: rule_rows.get_rule(s, rule_id))
+            return (rule.bot_id, rule.conversation_id, "", rule.title) if rule else None
         return None
 
     def _changed(self, task_id: str) -> None:

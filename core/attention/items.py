@@ -243,6 +243,7 @@ TEXT: Mapping[Lang, Mapping[str, str]] = MappingProxyType(
                 "stuck_turn": "「{title}」的回复卡住了",
                 "stuck_turn_line": "已经 {minutes} 分钟没有进展",
                 "channel_login": "{channel}登录已过期",
+                "rule_label": "规则「{title}」",
             }
         ),
         "en": MappingProxyType(
@@ -275,6 +276,7 @@ TEXT: Mapping[Lang, Mapping[str, str]] = MappingProxyType(
                 "stuck_turn": "The reply in “{title}” is stuck",
                 "stuck_turn_line": "No progress for {minutes} minutes",
                 "channel_login": "{channel} login expired",
+                "rule_label": "Rule “{title}”",
             }
         ),
     }
@@ -431,9 +433,11 @@ def approval_item(
     task_title: str = "",
     conversation_id: str = "",
     *,
+    rule_id: str = "",
     lang: str = "zh",
 ) -> AttentionItem:
-    """An approval (e.g. `rm -rf build/`), titled with its task when a task raised it."""
+    """An approval (e.g. `rm -rf build/`), titled with its task when a task raised it (with the rule,
+    `rule_label`, when a rule run did)."""
     return _item(
         "approval",
         approval_id,
@@ -442,8 +446,14 @@ def approval_item(
         line=request.strip(),
         since=since,
         task_id=task_id,
+        rule_id=rule_id,
         conversation_id=conversation_id,
     )
+
+
+def rule_label(title: str, lang: str = "zh") -> str:
+    """A rule named in a row's title: 规则「看 X 价格」 / Rule “X price”."""
+    return _text(lang, "rule_label", title=title)
 
 
 def failed_task_item(
@@ -557,6 +567,7 @@ def rule_paused_item(
     since: float,
     failures: int = 3,
     *,
+    conversation_id: str = "",
     lang: str = "zh",
 ) -> AttentionItem:
     """A rule paused after failures in a row (`detail` is the last error) or at its monthly budget."""
@@ -569,6 +580,7 @@ def rule_paused_item(
         line=detail.strip(),
         since=since,
         rule_id=rule_id,
+        conversation_id=conversation_id,
     )
 
 
@@ -621,6 +633,7 @@ def observe_ready_item(
     would: str,
     since: float,
     *,
+    conversation_id: str = "",
     lang: str = "zh",
 ) -> AttentionItem:
     """A rule the user put in observe that has observed enough: act from now on, or keep observing.
@@ -633,5 +646,6 @@ def observe_ready_item(
         line=would.strip(),
         since=since,
         rule_id=rule_id,
+        conversation_id=conversation_id,
         options=(_text(lang, "act"), _text(lang, "keep_observing")),
     )

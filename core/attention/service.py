@@ -1,7 +1,9 @@
 """Needs you (需要你): everything that waits for a person, derived from state, and the actions on it.
 
 Items are never stored as such: a question is an open row in `approvals`, a failed task is a task whose
-stage is failed. An item goes away by itself when its cause is gone (P3 §1 "Attention").
+stage is failed, a paused rule is a rule with a paused reason, and a rule in observe asks whether to act
+once it has 3 good observed runs on its version (unless 继续观察 was answered for that version). An item
+goes away by itself when its cause is gone (P3 §1 "Attention").
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from core.attention.items import (
     can,
     check_answer,
     failed_task_item,
+    observe_ready_item,
     ordered,
     question_item,
+    rule_label,
+    rule_paused_item,
     split_item_id,
     stuck_turn_item,
     undelivered_item,
@@ -27,6 +32,7 @@ from core.chat.service import ChatService
 from core.clock import Clock
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, NotFoundError, UnprocessableError
+from core.rules.service import RuleService
 from core.store.deliveries import DeliveryRecord
 from core.tasks.service import TaskService
 
@@ -36,9 +42,16 @@ RETRY_TEXT = "The user asked you to try again. Look at what went wrong last time
 
 class AttentionService:
     def __init__(
-        self, tasks: TaskService, approvals: ApprovalCenter, outbox: Outbox, chat: ChatService, clock: Clock
+        self,
+        tasks: TaskService,
+        approvals: ApprovalCenter,
+        outbox: Outbox,
+        chat: ChatService,
+        clock: Clock,
+        rules: RuleService | None = None,
     ) -> None:
         self._tasks = tasks
+        self._rules = rules
         self._approvals = approvals
         self._outbox = outbox
         self._chat = chat
@@ -69,6 +82,9 @@ class AttentionService:
             )
         for approval in await self._tasks.open_approvals():
             title = (await self._tasks.view(approval.task_id)).title if approval.task_id else ""
+            rule = None
+            if not approval.task_id and approval.run_id and self._rules is not None:
+                rule = await self._rules.rule_of_run(approval.run_id)
             found.append(
                 approval_item(
                     approval.id,
@@ -76,8 +92,9 @@ class AttentionService:
                     approval.text,
                     approval.created_at,
                     task_id=approval.task_id,
-                    task_title=title,
+                    task_title=rule_label(rule.title, lang) if rule is not None else title,
                     conversation_id=approval.conversation_id,
+                    rule_id=rule.id if rule is not None else "",
                     lang=lang,
                 )
             )
@@ -91,6 +108,34 @@ class AttentionService:
                         task.latest_line,
                         task.updated_at,
                         conversation_id=task.conversation_id,
+                        lang=lang,
+                    )
+                )
+        if self._rules is not None:
+            for paused in await self._rules.paused():
+                found.append(
+                    rule_paused_item(
+                        paused.rule_id,
+                        paused.bot_id,
+                        paused.title,
+                        "budget" if paused.reason == "budget" else "failures",
+                        paused.detail,
+                        paused.since,
+                        failures=max(paused.failures, 1),
+                        conversation_id=paused.conversation_id,
+                        lang=lang,
+                    )
+                )
+            for ready in await self._rules.observe_ready(lang):
+                found.append(
+                    observe_ready_item(
+                        ready.rule_id,
+                        ready.bot_id,
+                        ready.title,
+                        ready.observed,
+                        ready.line,
+                        ready.since,
+                        conversation_id=ready.conversation_id,
                         lang=lang,
                     )
                 )
@@ -151,6 +196,8 @@ class AttentionService:
                 answer = check_answer(item, raw)
             except AnswerError as exc:
                 raise UnprocessableError("answer", str(exc)) from exc
+            if kind == "observe_ready":
+                return await self._observe_answer(item, answer)
             if not item.task_id:  # the chat agent's own question: its turn is waiting for this
                 await self._approvals.answer_chat_question(key, answer)
                 return {"done": action, "conversationId": item.conversation_id, "result": "answered"}
@@ -159,6 +206,9 @@ class AttentionService:
         if action in ("approve", "deny") and kind == "approval":
             await self._approvals.decide(key, action == "approve")
             return {"done": action, "taskId": item.task_id}
+        if action == "retry" and kind == "rule_paused" and self._rules is not None:
+            run_id = await self._rules.resume(key)
+            return {"done": action, "ruleId": key, "runId": run_id}
         if action == "retry" and kind == "task_failed":
             result = await self._tasks.follow_up(key, RETRY_TEXT, cause="retry", kind="followup")
             return {"done": action, "taskId": key, "result": result}
@@ -168,5 +218,17 @@ class AttentionService:
                 self._dismissed_turns.add(live.turn_id)
             return {"done": action, "conversationId": key}
         if action == "open":
-            return {"done": action, "taskId": item.task_id, "conversationId": item.conversation_id}
+            opened = {"done": action, "taskId": item.task_id, "conversationId": item.conversation_id}
+            return {**opened, "ruleId": item.rule_id} if item.rule_id else opened
         raise ConflictError(f"{action!r} on {kind} is not available yet.")
+
+    async def _observe_answer(self, item: AttentionItem, answer: str) -> dict[str, Any]:
+        """改为执行 puts the rule in act; 继续观察 stops asking for its current version."""
+        assert self._rules is not None
+        if item.options.index(answer) == 0:
+            view = await self._rules.update(item.rule_id, mode="act")
+            result = "act"
+        else:
+            view = await self._rules.acknowledge_observe(item.rule_id)
+            result = "observing"
+        return {"done": "answer", "ruleId": item.rule_id, "mode": view.mode, "result": result}

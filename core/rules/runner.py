@@ -43,12 +43,13 @@ from core.errors import ConflictError, NotFoundError, UnprocessableError
 from core.events import RuleChanged
 from core.ids import new_id
 from core.rules import prompts
-from core.rules.service import RuleService
+from core.rules.service import FAILURES_TO_PAUSE, RuleService
 from core.store import rules as rule_rows
 from core.store import runs as run_rows
 from core.store.database import Database
 from core.store.rules import RuleRecord
 from core.store.runs import RunCause, RunMode, RunOutcome, RunRecord
+from core.tasks.language import language_of
 from core.tasks.report import Report, validate_report
 from core.tasks.tools import TaskReportArgs
 
@@ -63,6 +64,7 @@ PREVIOUS_REPORTS = 3
 SETTLE_LIMIT_S = 30 * 60.0
 NO_RESULT = "没有给出结果"
 INTERRUPTED = "Errand restarted"
+APPROVAL_TIMEOUT = "批准超时"
 # Observe runs change nothing (P3 §5): the writing tools are absent; the shell runs under `read-only` in
 # the OS sandbox, and is absent too when there is none.
 OBSERVE_TOOLS = frozenset({"bash", "read_file", "list_files", "grep", "web_fetch", "jobs", "task_report"})
@@ -94,6 +96,8 @@ class _Active:
     tokens_in: int = 0
     tokens_out: int = 0
     settle_timer: asyncio.Task[None] | None = None
+    refused: list[str] = field(default_factory=list)  # observe: approvals refused at once, in words
+    approval_expired: bool = False  # act: nobody approved within the hour, so the run fails
 
 
 class RuleReportArgs(TaskReportArgs):
@@ -177,6 +181,35 @@ class RuleRunner:
 
     def is_running(self, rule_id: str) -> bool:
         return any(a.rule.id == rule_id for a in self._active.values())
+
+    # ---- approvals (P3 §7): act runs ask a person, observe runs are refused at once ----------------------
+
+    def approval_context(self, session_id: str) -> tuple[str, RunMode, RuleRecord] | None:
+        """(run id, mode, rule) of the live rule run whose session this is; None otherwise."""
+        run_id = self._by_session.get(session_id)
+        active = self._active.get(run_id) if run_id else None
+        return (active.run_id, active.mode, active.rule) if active is not None else None
+
+    def refuse_observed_approval(self, session_id: str, action: str, detail: str) -> None:
+        """An observing run asked for something that needs a person: refused at once, and recorded so the
+        run's log says what it would have done ("would need approval: …")."""
+        run_id = self._by_session.get(session_id)
+        active = self._active.get(run_id) if run_id else None
+        if active is not None:
+            active.refused.append(f"would need approval: {action} `{detail}`")
+
+    def approval_expired(self, run_id: str) -> None:
+        """Nobody approved an act run's request within its hour: the run ends `failed` 「批准超时」."""
+        active = self._active.get(run_id)
+        if active is not None:
+            active.approval_expired = True
+
+    async def fire_event(self, rule_id: str) -> str:
+        """An event matched the rule's trigger (RuleEvents): a run with cause `event`, in the rule's mode."""
+        rule = await self._rule(rule_id)
+        if rule.mode == "off" or rule.paused_reason:
+            raise ConflictError(f"Rule {rule_id!r} is {'paused' if rule.paused_reason else 'off'}.")
+        return await self._queue(rule, "event")
 
     # ---- starting runs ------------------------------------------------------------------------------
 
@@ -404,7 +437,9 @@ class RuleRunner:
                     active.settle_timer = asyncio.get_running_loop().create_task(self._settle_limit(run_id))
                 return
             report = active.report
-            if report is not None:
+            if active.approval_expired:
+                await self._end(active, "failed", error=APPROVAL_TIMEOUT)
+            elif report is not None:
                 outcome: RunOutcome = "done" if report.state == "done" else "failed"
                 error = (report.message or report.summary) if outcome == "failed" else ""
                 await self._end(active, outcome, error=error)
@@ -449,6 +484,12 @@ class RuleRunner:
             await self._runtime.close_session(active.session.session_id)
         report = active.report
         observe = active.mode == "observe"
+        if observe and active.refused:
+            refused = "; ".join(active.refused)
+            if report is not None:
+                report = dataclasses.replace(report, would="; ".join(filter(None, (report.would, refused))))
+            elif outcome == "failed":
+                error = f"{error} ({refused})" if error else refused
         message = report.message if report is not None and outcome == "done" else ""
         await self._finish(
             active.run_id,
@@ -475,16 +516,18 @@ class RuleRunner:
         now = self._clock.time()
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report is not None else None
 
-        def end(s: Session) -> bool:
+        def end(s: Session) -> tuple[bool, bool]:
+            """(ended now, the rule was already paused)"""
             run = run_rows.get_run(s, run_id)
             if run is None or run.state == "ended":
-                return False
+                return False, False
             run_rows.end_run(s, run_id, outcome=outcome, now=now, error=error, report=report_json)
             if would:
                 run_rows.update_run(s, run_id, would=would)
-            return True
+            current = rule_rows.get_rule(s, rule.id)
+            return True, current is None or bool(current.paused_reason)
 
-        ended = await self._db.write(end)
+        ended, was_paused = await self._db.write(end)
         self._lane.release(run_id)
         if not ended:
             return
@@ -498,8 +541,19 @@ class RuleRunner:
                 text=said,
                 run_id=run_id,
             )
+        view = None
         with contextlib.suppress(NotFoundError):  # deleted meanwhile
-            await self._rules.record_outcome(rule.id, outcome)
+            view = await self._rules.record_outcome(rule.id, outcome)
+        if view is not None and view.paused_reason == "failures" and not was_paused:
+            # A rule paused after failures is a failure that needs the person (P3 §6): pushed once.
+            await self._outbox.push(
+                delivery_id=f"{run_id}:failure",
+                bot_id=rule.bot_id,
+                conversation_id=rule.conversation_id,
+                purpose="failure",
+                text=paused_text(view.title, view.instruction, error),
+                run_id=run_id,
+            )
         self._bus.publish(RuleChanged(rule.id))
 
     async def _rule(self, rule_id: str) -> RuleRecord:
@@ -507,6 +561,14 @@ class RuleRunner:
         if record is None:
             raise NotFoundError("rule", rule_id)
         return record
+
+
+def paused_text(title: str, instruction: str, reason: str) -> str:
+    """The one pushed line for a rule paused after failures, in the language of the user's words."""
+    if language_of(instruction) == "zh":
+        return f"规则「{title}」连续失败 {FAILURES_TO_PAUSE} 次,已暂停:{reason or '没有给出原因'}"
+    why = reason or "no reason given"
+    return f"Rule “{title}” failed {FAILURES_TO_PAUSE} times in a row and is paused: {why}"
 
 
 def _report_of(run: RunRecord) -> Report | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from sqlalchemy.orm import Session
 
@@ -22,11 +22,12 @@ from core.errors import InvalidInputError, NotFoundError, UnavailableError, Unpr
 from core.events import RuleChanged
 from core.ids import new_id
 from core.rules.schedule import Schedule, iso_local, next_fire, parse_schedule, preview, words
-from core.rules.views import RuleVersionView, RuleView, RunLogEntry, run_line
+from core.rules.views import ObserveReady, PausedRule, RuleVersionView, RuleView, RunLogEntry, run_line
+from core.store import conversations as conv_rows
 from core.store import rules as rule_rows
 from core.store import runs as run_rows
 from core.store.database import Database
-from core.store.rules import RuleChanges, RuleKind, RuleMode, RuleRecord
+from core.store.rules import SCHEDULE_TRIGGER, RuleChanges, RuleKind, RuleMode, RuleRecord
 from core.store.runs import RunRecord
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ KINDS: tuple[RuleKind, ...] = ("check", "remind")
 MODES: tuple[RuleMode, ...] = ("off", "observe", "act")
 
 FAILURES_TO_PAUSE = 3
+# Good observed runs on one version before needs-you asks whether the rule should act (P3 §5).
+OBSERVED_ENOUGH = 3
 RUN_LOG_PAGE = 50
 
 ScheduleListener = Callable[[], Awaitable[None]]
@@ -77,12 +80,16 @@ class RuleService:
         kind: str = "check",
         mode: str = "act",
         conversation_id: str | None = None,
+        trigger: object = None,
         lang: str = "zh",
     ) -> RuleView:
         """A new rule at version 1, in `act` unless the person asked to watch first (`observe`).
 
-        Results go to `conversation_id`, else to the bot's most recent conversation, else to a new one."""
+        Results go to `conversation_id`, else to the bot's most recent conversation, else to a new one.
+        `trigger` is `{kind: "schedule"}` (the default) or `{kind: "event", source, filter?}`; an event rule
+        never fires from its schedule (RuleEvents starts it)."""
         checked_title = _title(title)
+        checked_trigger = _trigger(trigger) if trigger is not None else dict(SCHEDULE_TRIGGER)
         checked_instruction = _instruction(instruction)
         checked_kind = _kind(kind)
         checked_mode = _mode(mode, checked_kind)
@@ -95,7 +102,7 @@ class RuleService:
         bot = await self._bots.get(bot_id) if bot_id else await self._bots.ensure_default()
         destination = await conversation_for(self._db, self._bus, self._clock, bot.id, conversation_id)
         rule_id = new_id("ru")
-        next_run = next_fire(parsed, now) or 0.0
+        next_run = (next_fire(parsed, now) or 0.0) if checked_trigger["kind"] == "schedule" else 0.0
 
         def insert(s: Session) -> RuleRecord:
             record = rule_rows.insert_rule(
@@ -111,6 +118,7 @@ class RuleService:
                 mode=checked_mode,
                 next_run_at=next_run,
                 now=now,
+                trigger=checked_trigger,
             )
             rule_rows.insert_version(s, rule_id=rule_id, version=1, instruction=checked_instruction, now=now)
             return record
@@ -127,13 +135,19 @@ class RuleService:
         instruction: str | None = None,
         schedule: object = None,
         mode: str | None = None,
+        trigger: object = None,
         lang: str = "zh",
     ) -> RuleView:
         """Change what is given. New words are a new version (the mode stays); a new schedule, or turning an
-        `off` rule back on, counts the next run from now, so nothing missed meanwhile fires late."""
+        `off` rule back on, counts the next run from now, so nothing missed meanwhile fires late. An event
+        trigger takes the rule off the timer; a schedule trigger puts it back on."""
         rule = await self._rule(rule_id)
         now = self._clock.time()
         changes: RuleChanges = {}
+        if trigger is not None:
+            checked_trigger = _trigger(trigger)
+            if checked_trigger != rule.trigger:
+                changes["trigger"] = checked_trigger
         if title is not None:
             changes["title"] = _title(title)
         checked_instruction = _instruction(instruction) if instruction is not None else None
@@ -145,8 +159,10 @@ class RuleService:
             changes["schedule"] = parsed.to_json()
             changes["tz"] = parsed.tz
             changes["next_run_at"] = next_fire(parsed, now) or 0.0
-        elif rule.mode == "off" and changes.get("mode", "off") != "off":
+        elif (rule.mode == "off" and changes.get("mode", "off") != "off") or "trigger" in changes:
             changes["next_run_at"] = next_fire(self._schedule(rule), now) or 0.0
+        if changes.get("trigger", rule.trigger).get("kind") == "event" and "next_run_at" in changes:
+            changes["next_run_at"] = 0.0  # an event rule never fires from its schedule
         if not changes and (checked_instruction is None or checked_instruction == rule.instruction):
             return self._view(rule, lang)
 
@@ -176,7 +192,114 @@ class RuleService:
             raise NotFoundError("rule", rule_id)
         await self._changed(rule_id)
 
+    async def resume(self, rule_id: str) -> str:
+        """A person's 重试 on a rule paused after failures: it may run again (the failure count starts over,
+        the next run counts from now) and runs at once. Returns the run id."""
+        now = self._clock.time()
+
+        def apply(s: Session) -> RuleRecord:
+            current = rule_rows.get_rule(s, rule_id)
+            if current is None:
+                raise NotFoundError("rule", rule_id)
+            changes: RuleChanges = {"paused_reason": "", "failures_in_row": 0}
+            if current.trigger.get("kind") != "event":
+                changes["next_run_at"] = next_fire(self._schedule(current), now) or 0.0
+            return rule_rows.update_rule(s, rule_id, now=now, **changes)
+
+        await self._db.write(apply)
+        await self._changed(rule_id)
+        return await self.run_now(rule_id)
+
+    async def acknowledge_observe(self, rule_id: str) -> RuleView:
+        """继续观察: stop asking whether to act for the rule's current version (a new version asks again)."""
+        now = self._clock.time()
+
+        def apply(s: Session) -> RuleRecord:
+            current = rule_rows.get_rule(s, rule_id)
+            if current is None:
+                raise NotFoundError("rule", rule_id)
+            return rule_rows.update_rule(s, rule_id, now=now, observe_ack_version=current.version)
+
+        record = await self._db.write(apply)
+        self._bus.publish(RuleChanged(rule_id))
+        return self._view(record, "zh")
+
     # ---- reads --------------------------------------------------------------------------------------
+
+    async def bot_of_conversation(self, conversation_id: str) -> str | None:
+        """The bot a conversation belongs to (the chat tool creates rules in the chat's conversation)."""
+        record = await self._db.read(lambda s: conv_rows.get_conversation(s, conversation_id))
+        return record.bot_id if record is not None else None
+
+    async def rule_of_run(self, run_id: str) -> RuleRecord | None:
+        """The rule a run belongs to (None for a task's run or a deleted rule)."""
+
+        def read(s: Session) -> RuleRecord | None:
+            run = run_rows.get_run(s, run_id)
+            return rule_rows.get_rule(s, run.rule_id) if run is not None and run.rule_id else None
+
+        return await self._db.read(read)
+
+    async def paused(self) -> list[PausedRule]:
+        """Rules paused by the host (after failures in a row, or at budget), with the last error."""
+
+        def read(s: Session) -> list[PausedRule]:
+            found: list[PausedRule] = []
+            for rule in rule_rows.list_rules(s):
+                if not rule.paused_reason:
+                    continue
+                last = next(
+                    (r for r in run_rows.runs_of_rule(s, rule.id, limit=10) if r.outcome == "failed"), None
+                )
+                found.append(
+                    PausedRule(
+                        rule_id=rule.id,
+                        bot_id=rule.bot_id,
+                        conversation_id=rule.conversation_id,
+                        title=rule.title,
+                        reason=rule.paused_reason,
+                        detail=last.error if last is not None else "",
+                        failures=rule.failures_in_row,
+                        since=(last.ended_at if last is not None else 0.0) or rule.updated_at,
+                    )
+                )
+            return found
+
+        return await self._db.read(read)
+
+    async def observe_ready(self, lang: str = "zh") -> list[ObserveReady]:
+        """Rules the person put in observe that have OBSERVED_ENOUGH good runs on their current version and
+        whose question was not answered 继续观察 for it (P3 §5 "Switching modes")."""
+
+        def read(s: Session) -> list[ObserveReady]:
+            found: list[ObserveReady] = []
+            for rule in rule_rows.list_rules(s):
+                if rule.mode != "observe" or rule.paused_reason or rule.observe_ack_version == rule.version:
+                    continue
+                done = rule_rows.observed_done_runs(s, rule.id, rule.version)
+                if len(done) < OBSERVED_ENOUGH:
+                    continue
+                latest = run_rows.get_run(s, done[0])
+                if latest is None:
+                    continue
+                entry = _log_entry(latest, lang)
+                found.append(
+                    ObserveReady(
+                        rule_id=rule.id,
+                        bot_id=rule.bot_id,
+                        conversation_id=rule.conversation_id,
+                        title=rule.title,
+                        version=rule.version,
+                        observed=len(done),
+                        line=entry.line,
+                        since=latest.ended_at,
+                    )
+                )
+            return found
+
+        return await self._db.read(read)
+
+    # ---- reads (one rule) ---------------------------------------------------------------------------
 
     async def get(self, rule_id: str, lang: str = "zh") -> RuleView:
         return self._view(await self._rule(rule_id), lang)
@@ -308,6 +431,7 @@ class RuleService:
             paused_reason=rule.paused_reason,
             created_at=rule.created_at,
             updated_at=rule.updated_at,
+            trigger=dict(rule.trigger),
         )
 
 
@@ -325,6 +449,35 @@ def _instruction(value: str) -> str:
     if len(value) > INSTRUCTION_MAX:
         raise InvalidInputError("instruction", f"must be at most {INSTRUCTION_MAX} characters")
     return value
+
+
+def _trigger(value: object) -> dict[str, object]:
+    """`{kind: "schedule"}` or `{kind: "event", source, filter?}` (P3 §4 "Triggers"), checked."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(
+            "trigger", 'must be an object: {"kind": "schedule"} or {"kind": "event", "source": ...}'
+        )
+    kind = value.get("kind")
+    if kind == "schedule":
+        extra = sorted(str(k) for k in value if k != "kind")
+        if extra:
+            raise InvalidInputError(f"trigger.{extra[0]}", "is not used by a schedule trigger; remove it")
+        return dict(SCHEDULE_TRIGGER)
+    if kind != "event":
+        raise InvalidInputError("trigger.kind", f"must be schedule or event, not {kind!r}")
+    unknown = sorted(str(k) for k in value if k not in ("kind", "source", "filter"))
+    if unknown:
+        raise InvalidInputError(f"trigger.{unknown[0]}", "is not a trigger field; use kind, source, filter")
+    source = value.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise InvalidInputError("trigger.source", "an event trigger needs a non-empty source")
+    checked: dict[str, object] = {"kind": "event", "source": source.strip()}
+    event_filter = value.get("filter")
+    if event_filter is not None:
+        if not isinstance(event_filter, Mapping) or not all(isinstance(k, str) for k in event_filter):
+            raise InvalidInputError("trigger.filter", "must be an object of field -> expected value")
+        checked["filter"] = dict(event_filter)
+    return checked
 
 
 def _kind(value: str) -> RuleKind:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -24,6 +24,7 @@ class RuleView:
     paused_reason: str  # '' | failures | budget
     created_at: float
     updated_at: float
+    trigger: dict[str, Any] = field(default_factory=lambda: {"kind": "schedule"})
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +44,7 @@ class RuleView:
             "pausedReason": self.paused_reason,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
+            "trigger": self.trigger,
         }
 
 
@@ -56,6 +58,34 @@ class RuleVersionView:
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "instruction": self.instruction, "createdAt": self.created_at}
+
+
+@dataclass(frozen=True, slots=True)
+class PausedRule:
+    """A rule the host paused (needs-you `rule_paused`): why, the last error and since when."""
+
+    rule_id: str
+    bot_id: str
+    conversation_id: str
+    title: str
+    reason: str  # failures | budget
+    detail: str  # the last failed run's error
+    failures: int
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveReady:
+    """A rule in observe with enough good runs on its version (needs-you `observe_ready`)."""
+
+    rule_id: str
+    bot_id: str
+    conversation_id: str
+    title: str
+    version: int
+    observed: int  # good observed runs on this version
+    line: str  # the latest one's run-log line, e.g. 「本会发送:“…”」
+    since: float
 
 
 _SKIPPED = {

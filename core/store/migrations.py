@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateColumn
 
-from core.store.models import Base
+from core.store.models import DEFAULT_TRIGGER, Base
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +97,12 @@ def _create_rules(conn: Connection) -> None:
     Base.metadata.create_all(conn, tables=[Base.metadata.tables[n] for n in ("rules", "rule_versions")])
 
 
+def _add_rule_ack_and_trigger(conn: Connection) -> None:
+    ack = Column("observe_ack_version", Integer, nullable=False, server_default=text("0"))
+    add_column(conn, "rules", ack)
+    add_column(conn, "rules", Column("trigger", String, nullable=False, server_default=DEFAULT_TRIGGER))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -104,6 +110,7 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "approvals: questions and approvals waiting for a person", _create_approvals),
     Migration(5, "bots: avatar, task slots, quiet hours, paused", _add_bot_settings),
     Migration(6, "rules and rule_versions: scheduled standing instructions", _create_rules),
+    Migration(7, "rules: observe_ack_version and trigger", _add_rule_ack_and_trigger),
     # Append here: Migration(7, "...", _function_taking_a_connection),
 ]
 

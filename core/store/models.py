@@ -10,6 +10,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Built out here because `MessageRow.text` shadows `text` inside that class body.
 _ZERO = text("0")
+DEFAULT_TRIGGER = '{"kind": "schedule"}'
 
 
 class Base(DeclarativeBase):
@@ -256,6 +257,10 @@ class RuleRow(Base):
     failures_in_row: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     created_at: Mapped[float]
     updated_at: Mapped[float]
+    # The version whose observe -> act question was answered 继续观察 (0: none); a new version asks again.
+    observe_ack_version: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
+    # JSON: {"kind": "schedule"} (the timer) or {"kind": "event", "source": ..., "filter"?: {...}} (P3 §4).
+    trigger: Mapped[str] = mapped_column(default=DEFAULT_TRIGGER, server_default=DEFAULT_TRIGGER)
 
 
 class RuleVersionRow(Base):

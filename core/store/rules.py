@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal, TypedDict, TypeVar, Unpack, cast, get_args
 
 from sqlalchemy import delete, select
@@ -23,6 +24,9 @@ RuleMode = Literal["off", "observe", "act"]
 PausedReason = Literal["", "failures", "budget"]
 # '' = the default cap, min(bot preset, workspace-write).
 GrantedPreset = Literal["", "read-only", "workspace-write", "full"]
+
+# A rule fires from its schedule unless its trigger says an event starts it (P3 §4 "Triggers").
+SCHEDULE_TRIGGER: Mapping[str, object] = MappingProxyType({"kind": "schedule"})
 
 KINDS: frozenset[str] = frozenset(get_args(RuleKind))
 MODES: frozenset[str] = frozenset(get_args(RuleMode))
@@ -50,6 +54,8 @@ class RuleRecord:
     failures_in_row: int
     created_at: float
     updated_at: float
+    observe_ack_version: int = 0  # the version whose observe -> act question was answered 继续观察
+    trigger: dict[str, object] = field(default_factory=lambda: dict(SCHEDULE_TRIGGER))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +81,8 @@ class RuleChanges(TypedDict, total=False):
     next_run_at: float
     paused_reason: PausedReason
     failures_in_row: int
+    observe_ack_version: int
+    trigger: Mapping[str, object]
 
 
 UPDATABLE_FIELDS = frozenset(RuleChanges.__annotations__)
@@ -95,6 +103,7 @@ def insert_rule(
     mode: RuleMode = "act",
     next_run_at: float = 0.0,
     granted_preset: GrantedPreset = "",
+    trigger: Mapping[str, object] | None = None,
 ) -> RuleRecord:
     """A new rule at version 1. Its first `rule_versions` row is the caller's to add (`insert_version`), in
     the same transaction."""
@@ -115,6 +124,8 @@ def insert_rule(
         failures_in_row=0,
         created_at=now,
         updated_at=now,
+        observe_ack_version=0,
+        trigger=_encode(trigger if trigger is not None else SCHEDULE_TRIGGER),
     )
     s.add(row)
     s.flush()
@@ -149,6 +160,8 @@ def update_rule(s: Session, id: str, *, now: float, **fields: Unpack[RuleChanges
         _check("granted preset", fields["granted_preset"], GRANTED_PRESETS)
     if "schedule" in fields:
         values["schedule"] = _encode(fields["schedule"])
+    if "trigger" in fields:
+        values["trigger"] = _encode(fields["trigger"])
     row = s.get(RuleRow, id)
     if row is None:
         raise NotFoundError("rule", id)
@@ -196,8 +209,8 @@ def _check(what: str, value: _T, allowed: frozenset[str]) -> _T:
     return value
 
 
-def _encode(schedule: Mapping[str, object]) -> str:
-    return json.dumps(dict(schedule), ensure_ascii=False, allow_nan=False, sort_keys=True)
+def _encode(value: Mapping[str, object]) -> str:
+    return json.dumps(dict(value), ensure_ascii=False, allow_nan=False, sort_keys=True)
 
 
 def _decode(encoded: str) -> dict[str, object]:
@@ -224,6 +237,8 @@ def _record(row: RuleRow) -> RuleRecord:
         failures_in_row=row.failures_in_row,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        observe_ack_version=row.observe_ack_version,
+        trigger=_decode(row.trigger) or dict(SCHEDULE_TRIGGER),
     )
 
 
@@ -231,3 +246,20 @@ def _version_record(row: RuleVersionRow) -> RuleVersionRecord:
     return RuleVersionRecord(
         rule_id=row.rule_id, version=row.version, instruction=row.instruction, created_at=row.created_at
     )
+
+
+def observed_done_runs(s: Session, rule_id: str, version: int) -> list[str]:
+    """Ids of the rule's observe runs on `version` that ended `done`, newest first (the observe -> act
+    question counts these; failed and skipped runs don't count, P3 §5)."""
+    stmt = (
+        select(RunRow.id)
+        .where(
+            RunRow.rule_id == rule_id,
+            RunRow.rule_version == version,
+            RunRow.mode == "observe",
+            RunRow.state == "ended",
+            RunRow.outcome == "done",
+        )
+        .order_by(RunRow.ended_at.desc(), RunRow.queued_at.desc(), RunRow.id.desc())
+    )
+    return list(s.scalars(stmt))

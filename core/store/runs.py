@@ -20,7 +20,9 @@ from core.store.errors import NotFoundError
 from core.store.models import RunRow
 
 RunMode = Literal["act", "observe"]
-RunCause = Literal["launch", "answer", "followup", "retry", "continue", "recover", "schedule", "manual"]
+RunCause = Literal[
+    "launch", "answer", "followup", "retry", "continue", "recover", "schedule", "manual", "event"
+]
 RunState = Literal["queued", "running", "settling", "ended"]
 # '' until the run ends.
 RunOutcome = Literal["", "done", "needs_you", "failed", "budget", "stopped", "interrupted", "skipped"]

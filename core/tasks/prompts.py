@@ -32,6 +32,14 @@ Pass the user's request in `brief` with what you know that helps; the user's own
 When the user refers to a task ("the GPU one, make it English"), use task_message. task_list shows open
 tasks."""
 
+CHAT_RULE_RULES = """Rules: when the user gives a standing instruction with a time or an interval
+(「每天早上 8 点看看 X 的价格,低于 200 告诉我」, "remind me every Monday at 9"), create it with rule_create:
+`instruction` is the user's words verbatim, and you supply `title` and the structured `schedule`. Never
+create a rule for one-off work (that is task_start), and do not do the check now. A rule acts by default;
+pass `mode: "observe"` only when the user asks to watch it first (「先观察」). A fixed reminder of the user's
+own text is `kind: "remind"`. If the tool says a field is wrong, fix it and call again. Confirm once, in one
+sentence, as the tool result says."""
+
 NUDGE = "You ended your turn without reporting. Report your state now with the task_report tool."
 SETTLE_LIMIT_NOTE = (
     "Your background jobs ran for more than 30 minutes after your turn ended and were stopped: {jobs}."

@@ -97,12 +97,14 @@ def test_migration_6_upgrades_a_version_5_database_and_keeps_its_data(engine: En
         bot_id = bots.insert_bot(s, id=new_id("b"), name="Old", workspace="/ws", now=1.0).id
         conv_id = conversations.insert_conversation(s, id=new_id("c"), bot_id=bot_id, title="C", now=1.0).id
 
-    assert run_migrations(engine, now=2.0) == [6]
-    assert run_migrations(engine, now=3.0) == []
+    assert run_migrations(engine, now=2.0, migrations=MIGRATIONS[:6]) == [6]
+    assert run_migrations(engine, now=3.0, migrations=MIGRATIONS[:6]) == []
+    with engine.connect() as conn:
+        assert current_version(conn) == 6
+    assert run_migrations(engine, now=4.0) == [m.version for m in MIGRATIONS[6:]]
 
     assert set(inspect(engine).get_table_names()) >= RULE_TABLES
     with Session(engine) as s, s.begin():
-        assert current_version(s.connection()) == 6
         old = bots.get_bot(s, bot_id)
         assert old is not None and old.name == "Old"
         rule = add_rule(s, bot_id, conv_id)
@@ -139,6 +141,58 @@ async def test_server_defaults_fill_a_rule_written_without_the_optional_columns(
     assert rule is not None
     assert (rule.kind, rule.mode, rule.version, rule.granted_preset) == ("check", "act", 1, "")
     assert (rule.next_run_at, rule.paused_reason, rule.failures_in_row) == (0.0, "", 0)
+
+
+# -- migration 7: observe_ack_version and trigger --------------------------------------------------
+
+
+def test_migration_7_adds_the_ack_and_trigger_columns_to_a_version_6_database(engine: Engine) -> None:
+    assert run_migrations(engine, now=1.0, migrations=MIGRATIONS[:6]) == [1, 2, 3, 4, 5, 6]
+    assert MIGRATIONS[6].version == 7
+    with engine.begin() as conn:
+        # Migration 6 builds `rules` from today's model; a build before migration 7 had neither column.
+        conn.exec_driver_sql("ALTER TABLE rules DROP COLUMN observe_ack_version")
+        conn.exec_driver_sql('ALTER TABLE rules DROP COLUMN "trigger"')
+    columns = {c["name"] for c in inspect(engine).get_columns("rules")}
+    assert not {"observe_ack_version", "trigger"} & columns
+    with Session(engine) as s, s.begin():
+        bot_id = bots.insert_bot(s, id=new_id("b"), name="Old", workspace="/ws", now=1.0).id
+        conv_id = conversations.insert_conversation(s, id=new_id("c"), bot_id=bot_id, title="C", now=1.0).id
+        s.execute(
+            text(
+                "INSERT INTO rules (id, bot_id, conversation_id, title, instruction, schedule, tz, "
+                "created_at, updated_at) VALUES ('ru_old', :b, :c, 'T', 'words', '{}', 'UTC', 5, 5)"
+            ),
+            {"b": bot_id, "c": conv_id},
+        )
+
+    assert run_migrations(engine, now=2.0) == [7]
+    assert run_migrations(engine, now=3.0) == []
+
+    assert {"observe_ack_version", "trigger"} <= {c["name"] for c in inspect(engine).get_columns("rules")}
+    with Session(engine) as s:
+        old = rule_rows.get_rule(s, "ru_old")
+        assert old is not None
+        assert (old.observe_ack_version, old.trigger) == (0, {"kind": "schedule"})
+    with engine.begin() as conn:
+        MIGRATIONS[6].apply(conn)  # add_column skips columns that are there
+
+
+async def test_a_rule_stores_its_trigger_and_the_acknowledged_observe_version(db: Database) -> None:
+    bot_id, conv_id = await bot_and_conversation(db)
+    event = {"kind": "event", "source": "github", "filter": {"repo": "a/b"}}
+    created = await db.write(lambda s: add_rule(s, bot_id, conv_id, trigger=event))
+    assert (created.trigger, created.observe_ack_version) == (event, 0)
+    plain = await db.write(lambda s: add_rule(s, bot_id, conv_id))
+    assert plain.trigger == {"kind": "schedule"}
+
+    changed = await db.write(
+        lambda s: rule_rows.update_rule(
+            s, created.id, now=20.0, observe_ack_version=3, trigger={"kind": "schedule"}
+        )
+    )
+    assert (changed.observe_ack_version, changed.trigger) == (3, {"kind": "schedule"})
+    assert await db.read(lambda s: rule_rows.get_rule(s, created.id)) == changed
 
 
 # -- repository ------------------------------------------------------------------------------------
