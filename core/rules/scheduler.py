@@ -52,12 +52,12 @@ class RuleTimeline(Protocol):
         """Start a Run with cause `schedule` (it waits for a slot)."""
         ...
 
-    async def skip(self, rule: DueRule, reason: SkipReason) -> None:
-        """Record a run that was `skipped`, with why."""
-        ...
-
-    async def set_next(self, rule_id: str, next_run_at: float | None) -> None:
-        """Store the rule's next run (None: it will not run again, e.g. a `once` that has fired)."""
+    async def record(
+        self, skipped: list[tuple[DueRule, SkipReason]], next_runs: dict[str, float | None]
+    ) -> None:
+        """In one go: the runs that were `skipped` (with why), and each decided rule's next run (None: it
+        will not run again, e.g. a `once` that has fired). One transaction, however many rules a long
+        sleep made due."""
         ...
 
 
@@ -90,8 +90,21 @@ class Scheduler:
             return
         async with self._lock:
             now = self._clock.time()
+            skipped: list[tuple[DueRule, SkipReason]] = []
+            next_runs: dict[str, float | None] = {}
             for rule in await self._timeline.due(now):
-                await self._handle(rule, now)
+                decision = decide(rule, now)
+                if decision == "fire":
+                    try:
+                        await self._timeline.fire(rule)
+                    except Exception:
+                        log.exception("rule %s: starting its run failed", rule.rule_id)
+                else:
+                    skipped.append((rule, decision))
+                # From now, never from the missed time: one decision per rule after a long sleep.
+                next_runs[rule.rule_id] = next_fire(rule.schedule, max(now, rule.due_at))
+            if next_runs:
+                await self._timeline.record(skipped, next_runs)
             await self._arm(now)
         if reason:
             log.debug("schedules recomputed (%s)", reason)
@@ -103,18 +116,6 @@ class Scheduler:
             timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
-
-    async def _handle(self, rule: DueRule, now: float) -> None:
-        decision = decide(rule, now)
-        try:
-            if decision == "fire":
-                await self._timeline.fire(rule)
-            else:
-                await self._timeline.skip(rule, decision)
-        except Exception:
-            log.exception("rule %s: %s failed", rule.rule_id, decision)
-        # From now, never from the missed time: one decision per rule after a long sleep.
-        await self._timeline.set_next(rule.rule_id, next_fire(rule.schedule, max(now, rule.due_at)))
 
     async def _arm(self, now: float) -> None:
         if self._timer is not None and self._timer is not asyncio.current_task():

@@ -348,20 +348,6 @@ class RuleService:
 
     # ---- what the scheduler and the rule runner write ------------------------------------------------
 
-    async def set_next_run(self, rule_id: str, next_run_at: float | None) -> None:
-        """Store the next run the scheduler computed (None or 0: it will not run again). Schedule listeners
-        are not called: the scheduler itself is the one writing."""
-        now = self._clock.time()
-
-        def apply(s: Session) -> bool:
-            if rule_rows.get_rule(s, rule_id) is None:
-                return False
-            rule_rows.update_rule(s, rule_id, now=now, next_run_at=next_run_at or 0.0)
-            return True
-
-        if await self._db.write(apply):
-            self._bus.publish(RuleChanged(rule_id))
-
     async def record_outcome(self, rule_id: str, outcome: str) -> RuleView:
         """A run ended: `done` resets the failure count, `failed` adds one, and the third failure in a row
         pauses the rule (P3 §1). Skipped, stopped and interrupted runs count neither way."""

@@ -20,16 +20,8 @@ from core.store import bots as bot_rows
 from core.store import rules as rule_rows
 from core.store import runs as run_rows
 from core.store.database import Database
-from core.store.runs import RunMode
 
 log = logging.getLogger(__name__)
-
-
-def _can_fire(s: Session) -> list[rule_rows.RuleRecord]:
-    """Rules that may fire: not off, not paused, with a next run (a personal assistant has few rules)."""
-    return [
-        r for r in rule_rows.list_rules(s) if r.mode != "off" and not r.paused_reason and r.next_run_at > 0
-    ]
 
 
 class StoredTimeline:
@@ -43,19 +35,17 @@ class StoredTimeline:
         self._runner = runner
 
     async def earliest_due(self) -> float | None:
-        def read(s: Session) -> float | None:
-            times = [r.next_run_at for r in _can_fire(s)]
-            return min(times) if times else None
-
-        return await self._db.read(read)
+        return await self._db.read(rule_rows.earliest_next_run)
 
     async def due(self, now: float) -> list[DueRule]:
         def read(s: Session) -> list[DueRule]:
+            rules = rule_rows.due_rules(s, now=now)
+            if not rules:
+                return []
             paused_bots = {b.id for b in bot_rows.list_bots(s) if b.paused}
+            running = run_rows.rules_with_live_runs(s, [r.id for r in rules])
             found: list[DueRule] = []
-            for rule in _can_fire(s):
-                if rule.next_run_at > now:
-                    continue
+            for rule in rules:
                 try:
                     schedule = parse_schedule(rule.schedule, default_tz=rule.tz)
                 except InvalidInputError:
@@ -66,45 +56,43 @@ class StoredTimeline:
                         rule_id=rule.id,
                         due_at=rule.next_run_at,
                         schedule=schedule,
-                        running=run_rows.live_run_of_rule(s, rule.id) is not None,
+                        running=rule.id in running,
                         paused=rule.bot_id in paused_bots,
                     )
                 )
-            return sorted(found, key=lambda d: (d.due_at, d.rule_id))
+            return found
 
         return await self._db.read(read)
 
     async def fire(self, rule: DueRule) -> None:
         await self._runner.fire(rule.rule_id)
 
-    async def skip(self, rule: DueRule, reason: SkipReason) -> None:
-        """A run of cause `schedule` that ended `skipped` at once; its error holds the reason key (the run
-        log words it: 「跳过:电脑没开」, ...)."""
+    async def record(
+        self, skipped: list[tuple[DueRule, SkipReason]], next_runs: dict[str, float | None]
+    ) -> None:
+        """The skipped runs (cause `schedule`, ended `skipped`, the reason key in their error: the run log
+        words it 「跳过:电脑没开」, ...) and every decided rule's next run, in one transaction."""
         now = self._clock.time()
-        run_id = new_id("r")
+        wanted = {rule.rule_id for rule, _reason in skipped} | set(next_runs)
 
-        def insert(s: Session) -> bool:
-            record = rule_rows.get_rule(s, rule.rule_id)
-            if record is None:
-                return False
-            mode: RunMode = "observe" if record.mode == "observe" else "act"
-            n = run_rows.count_runs_of_rule(s, record.id) + 1
-            run_rows.insert_run(
-                s,
-                id=run_id,
-                bot_id=record.bot_id,
-                session_id=f"{RULE_PREFIX}{record.id}-{n}",
-                cause="schedule",
-                now=rule.due_at,  # the log shows when it was due
-                rule_id=record.id,
-                rule_version=record.version,
-                mode=mode,
-            )
-            run_rows.end_run(s, run_id, outcome="skipped", now=now, error=reason)
-            return True
+        def write(s: Session) -> set[str]:
+            records = {r.id: r for r in rule_rows.rules_by_id(s, wanted)}
+            runs = [
+                run_rows.SkippedRun(
+                    run_id=new_id("r"),
+                    rule_id=rule.rule_id,
+                    bot_id=record.bot_id,
+                    rule_version=record.version,
+                    mode="observe" if record.mode == "observe" else "act",
+                    due_at=rule.due_at,  # the log shows when it was due
+                    reason=reason,
+                )
+                for rule, reason in skipped
+                if (record := records.get(rule.rule_id)) is not None
+            ]
+            run_rows.insert_skipped_runs(s, runs, session_prefix=RULE_PREFIX, now=now)
+            rule_rows.set_next_runs(s, {k: v for k, v in next_runs.items() if k in records}, now=now)
+            return set(records)
 
-        if await self._db.write(insert):
-            self._bus.publish(RuleChanged(rule.rule_id))
-
-    async def set_next(self, rule_id: str, next_run_at: float | None) -> None:
-        await self._rules.set_next_run(rule_id, next_run_at)
+        for rule_id in sorted(await self._db.write(write)):
+            self._bus.publish(RuleChanged(rule_id))

@@ -7,14 +7,15 @@ recorded its version can still show the words it ran. Only RuleService writes th
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, TypedDict, TypeVar, Unpack, cast, get_args
 
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, and_, delete, func, select, update
 from sqlalchemy.orm import Session
 
+from core.store.chunks import chunked
 from core.store.errors import NotFoundError
 from core.store.models import DeliveryRow, RuleRow, RuleVersionRow, RunInputRow, RunRow
 
@@ -144,6 +145,41 @@ def list_rules(s: Session, *, bot_id: str | None = None) -> list[RuleRecord]:
         stmt = stmt.where(RuleRow.bot_id == bot_id)
     stmt = stmt.order_by(RuleRow.created_at.desc(), RuleRow.id.desc())
     return [_record(row) for row in s.scalars(stmt)]
+
+
+def _can_fire() -> ColumnElement[bool]:
+    """Rules the scheduler may fire: on, not paused, with a next run (event rules have none)."""
+    return and_(RuleRow.mode != "off", RuleRow.paused_reason == "", RuleRow.next_run_at > 0)
+
+
+def due_rules(s: Session, *, now: float) -> list[RuleRecord]:
+    """Rules that may fire whose next run is at or before `now`, the earliest first (uses the
+    next_run_at index: the scheduler asks on every wake, however many rules there are)."""
+    stmt = select(RuleRow).where(_can_fire(), RuleRow.next_run_at <= now)
+    return [_record(row) for row in s.scalars(stmt.order_by(RuleRow.next_run_at, RuleRow.id))]
+
+
+def rules_by_id(s: Session, ids: Collection[str]) -> list[RuleRecord]:
+    found: list[RuleRecord] = []
+    for chunk in chunked(sorted(ids)):
+        found.extend(_record(row) for row in s.scalars(select(RuleRow).where(RuleRow.id.in_(chunk))))
+    return found
+
+
+def earliest_next_run(s: Session) -> float | None:
+    """The earliest next run of any rule that may fire; None when none will."""
+    found = s.scalar(select(func.min(RuleRow.next_run_at)).where(_can_fire()))
+    return float(found) if found is not None else None
+
+
+def set_next_runs(s: Session, next_runs: Mapping[str, float | None], *, now: float) -> None:
+    """Store many rules' next runs at once (0 for None: it will not run again)."""
+    for rule_id, next_run_at in next_runs.items():
+        s.execute(
+            update(RuleRow)
+            .where(RuleRow.id == rule_id)
+            .values(next_run_at=next_run_at or 0.0, updated_at=now)
+        )
 
 
 def update_rule(s: Session, id: str, *, now: float, **fields: Unpack[RuleChanges]) -> RuleRecord:

@@ -198,6 +198,59 @@ def live_run_of_rule(s: Session, rule_id: str) -> RunRecord | None:
     return None if row is None else _record(row)
 
 
+def rules_with_live_runs(s: Session, rule_ids: Collection[str]) -> set[str]:
+    """Which of these rules have a queued, running or settling run (one query per 500 ids)."""
+    found: set[str] = set()
+    for chunk in chunked([r for r in rule_ids if r]):
+        stmt = select(RunRow.rule_id).where(RunRow.rule_id.in_(chunk), RunRow.state != "ended").distinct()
+        found.update(s.scalars(stmt))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRun:
+    """A rule's due time that was not run (`reason`: missed, paused or overlap)."""
+
+    run_id: str
+    rule_id: str
+    bot_id: str
+    rule_version: int
+    mode: RunMode
+    due_at: float
+    reason: str
+
+
+def insert_skipped_runs(
+    s: Session, skipped: Sequence[SkippedRun], *, session_prefix: str, now: float
+) -> None:
+    """Record many skipped runs at once, each numbered after its rule's runs so far (the session id a run
+    of that rule would have had; skipped runs never open one)."""
+    ids = sorted({item.rule_id for item in skipped})
+    counts: dict[str, int] = dict.fromkeys(ids, 0)
+    for chunk in chunked(ids):
+        stmt = select(RunRow.rule_id, func.count()).where(RunRow.rule_id.in_(chunk)).group_by(RunRow.rule_id)
+        counts.update({str(rule_id): int(n) for rule_id, n in s.execute(stmt)})
+    for item in skipped:
+        counts[item.rule_id] += 1
+        s.add(
+            RunRow(
+                id=item.run_id,
+                bot_id=item.bot_id,
+                rule_id=item.rule_id,
+                rule_version=item.rule_version,
+                mode=_check("run mode", item.mode, MODES),
+                session_id=f"{session_prefix}{item.rule_id}-{counts[item.rule_id]}",
+                cause="schedule",
+                state="ended",
+                outcome="skipped",
+                error=item.reason,
+                queued_at=item.due_at,
+                ended_at=now,
+            )
+        )
+    s.flush()
+
+
 def live_runs(s: Session) -> list[RunRecord]:
     """Every run that has not ended (queued, running or settling), oldest queued first."""
     stmt = select(RunRow).where(RunRow.state != "ended").order_by(RunRow.queued_at, RunRow.id)

@@ -46,11 +46,12 @@ class MemoryTimeline:
     async def fire(self, rule: DueRule) -> None:
         self.fired.append((rule.rule_id, rule.due_at))
 
-    async def skip(self, rule: DueRule, reason: SkipReason) -> None:
-        self.skipped.append((rule.rule_id, rule.due_at, reason))
-
-    async def set_next(self, rule_id: str, next_run_at: float | None) -> None:
-        self.rules[rule_id].next_run_at = next_run_at
+    async def record(
+        self, skipped: list[tuple[DueRule, SkipReason]], next_runs: dict[str, float | None]
+    ) -> None:
+        self.skipped.extend((rule.rule_id, rule.due_at, reason) for rule, reason in skipped)
+        for rule_id, next_run_at in next_runs.items():
+            self.rules[rule_id].next_run_at = next_run_at
 
 
 EVERY_30 = Schedule(kind="every", tz="UTC", minutes=30)
