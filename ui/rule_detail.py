@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, cast
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent, QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -33,10 +34,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.chat.views import ActivityStep
 from core.errors import NotFoundError
 from core.rules.facade import RuleFacade
 from core.rules.views import RuleView
 from ui import theme
+from ui.activity_view import FOLDED, UNFOLDED, StepRow
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.i18n import language, t
@@ -132,14 +135,48 @@ def _pages(result: object) -> list[object]:
     return list(rows) if isinstance(rows, Sequence) else []
 
 
+def _report_text(run: object, key: str) -> str:
+    report = _field(run, "report")
+    value = report.get(key) if isinstance(report, Mapping) else None
+    return " ".join(str(value).split()) if value else ""
+
+
+def permission_words(preset: str) -> str:
+    """只读 / 工作区可写 / 完全; '' when the run does not say."""
+    return t(f"rules.run.permission.{preset}") if preset in ("read-only", "workspace-write", "full") else ""
+
+
+def run_steps(run: object) -> list[ActivityStep]:
+    """The run's steps, from views (ActivityStep) or their JSON form."""
+    found = _field(run, "steps")
+    if not isinstance(found, Sequence) or isinstance(found, str | bytes):
+        return []
+    steps = []
+    for step in found:
+        if isinstance(step, ActivityStep):
+            steps.append(step)
+        elif isinstance(step, Mapping):
+            steps.append(ActivityStep.from_json(dict(step)))
+    return steps
+
+
 class RunLogRow(QWidget):
-    """One run: 「今天 08:00 · 观察」 and the cost on the first line, what it did under it."""
+    """One run: 「今天 08:00 · 观察」 and the cost on the first line, what it did under it. A click
+    unfolds it in place (P3 "Auditing a rule"): the Report's summary, message and would-do, 第 N 版 and
+    the permission it had, then its steps; another click folds it. The unfolded part is built on first
+    unfold."""
+
+    toggled = Signal(str, bool)
 
     def __init__(self, run: object, tz: str, now: float, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("ruleRunRow")
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setFocusPolicy(Qt.FocusPolicy.TabFocus)
         self.run = run
+        self.run_id = str(_field(run, "id") or "")
         self.line = run_line(run, tz, now)
+        self.details: QWidget | None = None
         outcome = str(_field(run, "outcome", "state") or "")
         mode = _field(run, "mode")
         head = [run_when(run, tz, now)]
@@ -153,6 +190,10 @@ class RunLogRow(QWidget):
         self.cost.setObjectName("ruleRunCost")
         self.cost.setProperty("role", "faint")
         self.cost.setFont(theme.font("small"))
+        self.fold_mark = QLabel(FOLDED, self)
+        self.fold_mark.setObjectName("ruleRunFold")
+        self.fold_mark.setProperty("role", "faint")
+        self.fold_mark.setFont(theme.font("small"))
         self.outcome = WrappedLabel(run_outcome(run), self)
         self.outcome.setObjectName("ruleRunOutcome")
         self.outcome.setTextFormat(Qt.TextFormat.PlainText)
@@ -163,12 +204,93 @@ class RunLogRow(QWidget):
         first.setSpacing(8)
         first.addWidget(self.when, 1)
         first.addWidget(self.cost)
-        column = QVBoxLayout(self)
-        column.setContentsMargins(14, 9, 14, 9)
-        column.setSpacing(2)
-        column.addLayout(first)
-        column.addWidget(self.outcome)
+        first.addWidget(self.fold_mark)
+        self._column = QVBoxLayout(self)
+        self._column.setContentsMargins(14, 9, 14, 9)
+        self._column.setSpacing(2)
+        self._column.addLayout(first)
+        self._column.addWidget(self.outcome)
         self.setAccessibleName(self.line)
+
+    @property
+    def expanded(self) -> bool:
+        return self.details is not None and not self.details.isHidden()
+
+    def set_expanded(self, expanded: bool) -> None:
+        if expanded == self.expanded:
+            return
+        if expanded and self.details is None:
+            self.details = self._build_details()
+            self._column.addWidget(self.details)
+        if self.details is not None:
+            self.details.setVisible(expanded)
+        self.fold_mark.setText(UNFOLDED if expanded else FOLDED)
+        self.toggled.emit(self.run_id, expanded)
+
+    def toggle(self) -> None:
+        self.set_expanded(not self.expanded)
+
+    def detail_texts(self) -> list[str]:
+        """The unfolded lines as shown, step titles last (tests read this); empty while folded."""
+        if not self.expanded or self.details is None:
+            return []
+        texts = [label.text() for label in self.details.findChildren(QLabel, "ruleRunFact")]
+        return texts + [row.step.title for row in self.details.findChildren(StepRow)]
+
+    def _build_details(self) -> QWidget:
+        box = QWidget(self)
+        box.setObjectName("ruleRunDetails")
+        column = QVBoxLayout(box)
+        column.setContentsMargins(0, 6, 0, 0)
+        column.setSpacing(3)
+        observing = _field(self.run, "mode") == "observe"
+        message = str((_field(self.run, "would") if observing else _field(self.run, "said")) or "")
+        message = message or _report_text(self.run, "message")
+        summary = _report_text(self.run, "summary")
+        would = _report_text(self.run, "would")
+        facts = [
+            t("rules.run.detail.summary", text=summary) if summary else "",
+            t("rules.run.detail.message", text=" ".join(message.split())) if message.strip() else "",
+            t("rules.run.detail.would", text=would) if would else "",
+        ]
+        version = _field(self.run, "version")
+        under = [t("rules.run.detail.version", version=version) if isinstance(version, int) else ""]
+        under.append(permission_words(str(_field(self.run, "permission") or "")))
+        facts.append(" · ".join(part for part in under if part))
+        for text in facts:
+            if not text:
+                continue
+            label = WrappedLabel(text, box)
+            label.setObjectName("ruleRunFact")
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            label.setTextInteractionFlags(SELECTABLE)
+            label.setFont(theme.font("small"))
+            column.addWidget(label)
+        steps = run_steps(self.run)
+        if steps:
+            column.addWidget(section_label(t("rules.run.detail.steps"), box))
+            for step in steps:
+                column.addWidget(StepRow(step, box))
+        return box
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(event.position().toPoint()):
+            event.accept()
+            self.toggle()
+            return
+        super().mouseReleaseEvent(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            self.toggle()
+            return
+        super().keyPressEvent(event)
 
 
 class RuleDetailBody(QWidget):
@@ -193,6 +315,7 @@ class RuleDetailBody(QWidget):
             self._load, self._apply, self._failed
         )
         self.run_rows: list[RunLogRow] = []
+        self._unfolded: set[str] = set()  # run ids the user unfolded; kept across re-reads of the same rule
         self.editor: RuleEditor | None = None
 
         self._column = QVBoxLayout(self)
@@ -349,6 +472,7 @@ class RuleDetailBody(QWidget):
             self.notice.hide()
             self.confirm.hide()
             self._clear_log()
+            self._unfolded.clear()
             self._set_body_visible(False)
         return self._reader.request()
 
@@ -457,10 +581,21 @@ class RuleDetailBody(QWidget):
                 line.setFixedHeight(1)
                 self._log_layout.addWidget(line)
             row = RunLogRow(run, rule.tz, now, self.log_well)
+            if row.run_id in self._unfolded:
+                row.set_expanded(True)
+            row.toggled.connect(self._on_run_toggled)
             self._log_layout.addWidget(row)
             self.run_rows.append(row)
         self.log_well.setVisible(bool(self.run_rows))
         self.log_empty.setVisible(not self.run_rows)
+
+    def _on_run_toggled(self, run_id: str, expanded: bool) -> None:
+        if not run_id:
+            return
+        if expanded:
+            self._unfolded.add(run_id)
+        else:
+            self._unfolded.discard(run_id)
 
     def _set_body_visible(self, visible: bool) -> None:
         for widget in (self.title_label, self.state_dot, self.state_label, self.well, self.action_row):

@@ -13,9 +13,11 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from sqlalchemy.orm import Session
 
+from core.agent.sandbox import Preset
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.chat.destination import conversation_for
+from core.chat.views import ActivityStep
 from core.clock import Clock
 from core.delivery.outbox import local_zone
 from core.errors import InvalidInputError, NotFoundError, UnavailableError, UnprocessableError
@@ -328,15 +330,23 @@ class RuleService:
         """The rule's run log, newest first (P3 §5 "Auditing a rule"); runs queued before `before` only when
         given, RUN_LOG_PAGE at a time."""
 
-        def read(s: Session) -> list[RunRecord] | None:
-            if rule_rows.get_rule(s, rule_id) is None:
+        def read(s: Session) -> tuple[RuleRecord, list[RunRecord]] | None:
+            rule = rule_rows.get_rule(s, rule_id)
+            if rule is None:
                 return None
-            return run_rows.runs_of_rule(s, rule_id, before=before, limit=RUN_LOG_PAGE)
+            return rule, run_rows.runs_of_rule(s, rule_id, before=before, limit=RUN_LOG_PAGE)
 
         found = await self._db.read(read)
         if found is None:
             raise NotFoundError("rule", rule_id)
-        return [_log_entry(run, lang) for run in found]
+        rule, records = found
+        bot_preset = ""
+        if not rule.granted_preset and any(run.mode == "act" for run in records):
+            try:
+                bot_preset = (await self._bots.get(rule.bot_id)).preset
+            except NotFoundError:
+                bot_preset = ""  # the bot is gone: say the default cap
+        return [_log_entry(run, lang, granted=rule.granted_preset, bot_preset=bot_preset) for run in records]
 
     def preview(
         self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"
@@ -483,7 +493,38 @@ def _mode(value: str, kind: RuleKind) -> RuleMode:
     raise InvalidInputError("mode", f"must be one of {', '.join(MODES)}, not {value!r}")
 
 
-def _log_entry(run: RunRecord, lang: str) -> RunLogEntry:
+_PRESET_ORDER = (Preset.READ_ONLY, Preset.WORKSPACE_WRITE, Preset.FULL)
+
+
+def _run_permission(mode: str, granted: str, bot_preset: str) -> str:
+    """The preset a run had (P3 §7): observe is always read-only; act has the rule's grant when set, else
+    workspace-write *capped* by the bot's preset, i.e. min(bot preset, workspace-write), so a read-only
+    bot's rule stays read-only and a full bot's rule gets no more than workspace-write. (The same cap as
+    `core.rules.runner.act_preset`, which imports this module, so it is not imported here.) It is worked out
+    from the rule and bot as they are now: a run's record does not keep the preset it ran with."""
+    if mode != "act":
+        return Preset.READ_ONLY.value
+    if granted:
+        return granted
+    try:
+        bot = Preset.parse(bot_preset)
+    except ValueError:
+        return Preset.WORKSPACE_WRITE.value
+    return min(bot, Preset.WORKSPACE_WRITE, key=_PRESET_ORDER.index).value
+
+
+def _run_steps(activity: list[dict[str, object]]) -> tuple[ActivityStep, ...]:
+    steps = []
+    for item in activity:
+        if isinstance(item, dict):
+            try:
+                steps.append(ActivityStep.from_json(item))
+            except (TypeError, ValueError):
+                continue  # one unreadable step does not hide the others
+    return tuple(steps)
+
+
+def _log_entry(run: RunRecord, lang: str, *, granted: str = "", bot_preset: str = "") -> RunLogEntry:
     report: dict[str, object] | None = None
     if run.report:
         try:
@@ -520,4 +561,6 @@ def _log_entry(run: RunRecord, lang: str) -> RunLogEntry:
         would=run.would,
         report=report,
         cost_usd=run.cost_usd,
+        permission=_run_permission(run.mode, granted, bot_preset),
+        steps=_run_steps(run.activity),
     )

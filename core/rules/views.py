@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.chat.views import ActivityStep
+
 
 @dataclass(frozen=True, slots=True)
 class RuleView:
@@ -139,7 +141,8 @@ def skip_line(reason: str, lang: str) -> str:
 @dataclass(frozen=True, slots=True)
 class RunLogEntry:
     """One line of a rule's run log (P3 §5 "Auditing a rule"): time, mode, outcome, and what it said,
-    would have said or why it was skipped. The Report and the version are there for the detail."""
+    would have said or why it was skipped. The Report, the version, the permission and the steps are there
+    for the detail (expanding a row)."""
 
     id: str
     time: float  # when it started, or when it was queued (skipped runs: when it was due)
@@ -154,6 +157,9 @@ class RunLogEntry:
     would: str  # observe: what it would have said
     report: dict[str, Any] | None
     cost_usd: float
+    # The preset it ran with: read-only (observe), else the act cap (see RuleService._log_entry).
+    permission: str = ""
+    steps: tuple[ActivityStep, ...] = ()  # its 处理过程, from the run's stored activity
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -170,6 +176,8 @@ class RunLogEntry:
             "would": self.would,
             "report": self.report,
             "costUsd": self.cost_usd,
+            "permission": self.permission,
+            "steps": [step.to_json() for step in self.steps],
         }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.bus import EventBus
+from core.chat.views import ActivityStep
 from core.errors import InvalidInputError, NotFoundError, UnprocessableError
 from core.events import RuleChanged
 from core.rules.schedule import Schedule, fire_times, iso_local, next_fire, parse_schedule, words
@@ -41,6 +42,15 @@ class FakeRuleRun:
     cost_usd: float = 0.0
     version: int = 1
     line: str = ""
+    report: dict[str, Any] | None = None  # summary, message, would (what it would have done)
+    # read-only | workspace-write | full; '' = from the mode (observe: read-only, act: workspace-write)
+    permission: str = ""
+    steps: tuple[ActivityStep, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.permission:
+            preset = "read-only" if self.mode == "observe" else "workspace-write"
+            object.__setattr__(self, "permission", preset)
 
 
 class FakeRuleFacade:

@@ -99,6 +99,7 @@ async def test_an_acting_check_tells_the_user_once_what_it_reported(
     log = await wait_ended(rules_host, client, rule["id"])
     assert log[0]["outcome"] == "done" and log[0]["mode"] == "act"
     assert log[0]["said"] == "X 降价了,现在 ¥199" and log[0]["line"] == "Sent: “X 降价了,现在 ¥199”"
+    assert log[0]["permission"] == "workspace-write"  # act: the bot's preset, capped at workspace-write
     cid = rule["conversationId"]
 
     async def delivered() -> bool:
@@ -133,6 +134,9 @@ async def test_an_observing_check_never_sends_cannot_write_and_records_what_it_w
     assert log[0]["would"] == "X 降价了,现在 ¥199" and log[0]["said"] == ""
     assert log[0]["line"] == "Would have sent: “X 降价了,现在 ¥199”"
     assert log[0]["report"]["would"] == "buy one"
+    # Its expandable row: the permission it had and its steps (the refused write among them).
+    assert log[0]["permission"] == "read-only"
+    assert any("write_file" in str(step.get("title")) for step in log[0]["steps"])
     tools = set(script.tool_names(WHO))
     assert "task_report" in tools and not {"write_file", "edit_file"} & tools
     # The refused call came back to the model as an error; nothing was written anywhere.

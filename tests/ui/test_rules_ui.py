@@ -14,6 +14,7 @@ from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
 from core.bus import EventBus
+from core.chat.views import ActivityStep
 from core.events import RuleChanged
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
@@ -229,6 +230,64 @@ async def test_the_run_log_shows_newest_first_when_the_facade_keeps_one(
         rules.add_run(rule.id, now - 30, outcome="skipped", line="Skipped: the computer was off")
         await wait_until(lambda: len(detail.run_rows) == 4)
         assert detail.log_lines()[0] == f"{moment_words(now - 30, TZ, now)} · Skipped: the computer was off"
+    finally:
+        window.shutdown()
+
+
+async def test_a_run_unfolds_in_place_to_its_report_version_permission_and_steps_and_folds_again(
+    qtbot: QtBot,
+    facade: FakeChatFacade,
+    bridge: EventBridge,
+    tasks: FakeTaskFacade,
+    bots: FakeBotFacade,
+) -> None:
+    rules = FakeRuleFacadeWithRuns(facade.bus)
+    window = make_window(qtbot, facade, bridge, tasks, bots, rules)
+    try:
+        facade.add_conversation("GPU")
+        rule = rules.add_rule("Watch X", mode="observe", version=2)
+        now = time.time()
+        rules.add_run(
+            rule.id,
+            now - 60,
+            would="X dropped to 199",
+            version=2,
+            report={
+                "summary": "X is 199 today",
+                "message": "X dropped to 199",
+                "would": "add it to the cart",
+            },
+            steps=(ActivityStep(kind="tool", title="Opened the X page"),),
+        )
+        panel = await open_panel(window)
+        await wait_until(lambda: len(panel.rule_rows) == 1)
+        await panel.open_rule(rule.id)
+        detail = panel.rule_detail
+        assert detail is not None
+        await wait_until(lambda: len(detail.run_rows) == 1)
+        row = detail.run_rows[0]
+        assert not row.expanded  # folded by default
+        assert row.detail_texts() == []
+
+        QTest.mouseClick(row.when, Qt.MouseButton.LeftButton)
+        assert row.expanded
+        assert row.details is not None and row.details.isVisible()
+        assert row.detail_texts() == [
+            "Summary: X is 199 today",
+            "Message: “X dropped to 199”",
+            "Would have done: add it to the cart",
+            "Version 2 · Read only",
+            "Opened the X page",
+        ]
+
+        # A re-read keeps it unfolded.
+        rules.bus.publish(RuleChanged(rule.id))
+        await wait_until(lambda: detail.run_rows[0] is not row)
+        assert detail.run_rows[0].expanded
+
+        QTest.mouseClick(detail.run_rows[0].when, Qt.MouseButton.LeftButton)
+        assert not detail.run_rows[0].expanded
+        assert detail.run_rows[0].detail_texts() == []
     finally:
         window.shutdown()
 
