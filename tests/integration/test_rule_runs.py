@@ -252,3 +252,23 @@ async def test_a_rule_missed_by_more_than_its_grace_is_skipped_and_says_why(
         ("schedule", "skipped", "missed", "跳过:电脑没开")
     ]
     assert not script.requests
+
+
+async def test_a_schedule_edit_while_a_run_is_in_flight_takes_effect_from_the_next_run(
+    rules_host: Host, client: httpx.AsyncClient, script: SessionScript, model_server: ScriptedModelServer
+) -> None:
+    rule = await create(client)
+    script.add(WHO, [Reply.hang()])
+    run_id = await run_now(client, rule["id"])
+    await model_server.wait_for_requests(1)
+
+    every_hour = {"kind": "every", "minutes": 60, "tz": "Asia/Shanghai"}
+    r = await client.put(f"/api/rules/{rule['id']}", json={"schedule": every_hour})
+    assert r.status_code == 200, r.text
+    edited = r.json()
+    # The next run follows the new schedule at once (the next whole hour from now)...
+    assert edited["nextRunAt"] == (NOW // 3600 + 1) * 3600
+    # ...and the run in flight carries on untouched.
+    [live] = await run_log(client, rule["id"])
+    assert (live["id"], live["state"]) == (run_id, "running")
+    assert live["version"] == rule["version"]
