@@ -39,10 +39,11 @@ from core.bots.service import BotService
 from core.bus import EventBus
 from core.clock import Clock
 from core.delivery.outbox import Outbox
-from core.errors import ConflictError, NotFoundError, UnprocessableError
+from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
 from core.events import RuleChanged
 from core.ids import new_id
 from core.rules import prompts
+from core.rules.schedule import grace_s, parse_schedule
 from core.rules.service import FAILURES_TO_PAUSE, RuleService
 from core.store import rules as rule_rows
 from core.store import runs as run_rows
@@ -291,6 +292,15 @@ class RuleRunner:
             if rule is not None:
                 self._bus.publish(RuleChanged(rule.id))
             return
+        if run.cause == "schedule" and self._waited_past_grace(run, rule):
+            # P3 §4: a scheduled firing that waited for a slot beyond its grace is skipped, not run late.
+            now = self._clock.time()
+            await self._db.write(
+                lambda s: run_rows.end_run(s, run_id, outcome="skipped", now=now, error="late")
+            )
+            self._lane.release(run_id)
+            self._bus.publish(RuleChanged(rule.id))
+            return
         try:
             session = await self._open_session(run, rule)
         except Exception as exc:
@@ -304,6 +314,13 @@ class RuleRunner:
         await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "running", now=now))
         self._bus.publish(RuleChanged(rule.id))
         session.prompt(prompts.START, input_id=f"start:{run_id}")
+
+    def _waited_past_grace(self, run: RunRecord, rule: RuleRecord) -> bool:
+        try:
+            schedule = parse_schedule(rule.schedule, default_tz=rule.tz)
+        except InvalidInputError:
+            return False
+        return self._clock.time() - run.queued_at > grace_s(schedule)
 
     async def _open_session(self, run: RunRecord, rule: RuleRecord) -> AgentSession:
         assert self._runtime is not None

@@ -95,11 +95,13 @@ _SKIPPED = {
         "missed": "跳过:电脑没开",
         "paused": "跳过:后台工作已暂停",
         "overlap": "跳过:上次还没跑完",
+        "late": "跳过:一直没有空位",
     },
     "en": {
         "missed": "Skipped: the computer was off",
         "paused": "Skipped: background work was paused",
         "overlap": "Skipped: the previous run was still going",
+        "late": "Skipped: no free slot in time",
     },
 }
 _LINES = {
@@ -133,7 +135,7 @@ _LINES = {
 
 
 def skip_line(reason: str, lang: str) -> str:
-    """A skipped run's reason key (missed, paused, overlap) in words."""
+    """A skipped run's reason key (missed, paused, overlap, late) in words."""
     words = _SKIPPED["en" if lang == "en" else "zh"]
     return words.get(reason, reason)
 

@@ -272,3 +272,33 @@ async def test_a_schedule_edit_while_a_run_is_in_flight_takes_effect_from_the_ne
     [live] = await run_log(client, rule["id"])
     assert (live["id"], live["state"]) == (run_id, "running")
     assert live["version"] == rule["version"]
+
+
+async def test_a_scheduled_run_that_waits_for_a_slot_past_its_grace_is_skipped(
+    rules_host: Host,
+    client: httpx.AsyncClient,
+    script: SessionScript,
+    clock: FakeClock,
+    model_server: ScriptedModelServer,
+) -> None:
+    bot = (await client.get("/api/bots")).json()["bots"][0]
+    assert (await client.put(f"/api/bots/{bot['id']}", json={"taskSlots": 1})).status_code == 200
+    script.add("Long job", [Reply.hang()])
+    task = (await client.post("/api/tasks", json={"text": "Long job"})).json()
+    await model_server.wait_for_requests(1)  # the task holds the bot's only slot
+
+    every_30 = {"kind": "every", "minutes": 30, "tz": "Asia/Shanghai"}  # grace: 15 minutes
+    rule = await create(client, schedule=every_30)
+    clock.advance(rule["nextRunAt"] - clock.time() + 1)
+
+    async def queued() -> bool:
+        return [e["state"] for e in await run_log(client, rule["id"])] == ["queued"]
+
+    await wait_until(rules_host.bus, queued, what="the firing waiting for a slot")
+    clock.advance(20 * 60)  # past its grace while it waits
+    assert (await client.post(f"/api/tasks/{task['id']}/stop")).status_code == 200
+
+    log = await wait_ended(rules_host, client, rule["id"])
+    assert [(e["cause"], e["outcome"], e["reason"]) for e in log] == [("schedule", "skipped", "late")]
+    assert log[0]["line"] == "Skipped: no free slot in time"
+    assert script.requests.get(WHO, []) == []  # it never asked the model
