@@ -369,6 +369,10 @@ class RuleDetailBody(QWidget):
         self.next_label = self._fact(facts, t("rules.detail.next"), "ruleNext")
         facts.addSpacing(8)
         self.version_label = self._fact(facts, t("rules.detail.version"), "ruleVersion")
+        facts.addSpacing(8)
+        # Where what it says goes. Only the desktop exists yet; chat channels name theirs here.
+        self.destination_label = self._fact(facts, t("rules.detail.destination"), "ruleDestination")
+        self.destination_label.setText(t("rules.detail.destination_desktop"))
         self._column.addWidget(self.well)
 
     def _fact(self, layout: QVBoxLayout, caption: str, name: str) -> WrappedLabel:

@@ -171,6 +171,7 @@ async def test_opening_a_rule_shows_its_words_and_next_run_and_the_toggle_switch
     when = moment_words(rule.next_run_at, TZ, time.time())
     assert detail.next_label.text() == f"{when} ({TZ})"
     assert detail.version_label.text() == "Version 2"
+    assert detail.destination_label.text() == "Desktop (the conversation it belongs to)"
     assert detail.mode_toggle.buttons["observe"].isChecked()
     # Without rule runs in the facade there is no log and no 立即运行.
     assert not detail.log_box.isVisible()
