@@ -89,9 +89,17 @@ def _start_model(steps: int) -> tuple[subprocess.Popen[str], str]:
     return process, process.stdout.readline().strip()
 
 
-async def _phase(host: Host, probe: LagProbe, tag: str, seconds: float, chat_id: str | None) -> list[float]:
+async def _bots(host: Host, url: str) -> list[str]:
+    """Two bots, so four runs really run at once (each bot has two background slots)."""
+    second = await host.bots.create("Bench 2", base_url=url, model="fake-model", api_key="sk-bench")
+    return [await host.bots.default_id(), second.id]
+
+
+async def _phase(
+    host: Host, bots: list[str], probe: LagProbe, tag: str, seconds: float, chat_id: str | None
+) -> list[float]:
     tasks: list[TaskView] = [
-        await host.tasks.create(bot_id=None, words=f"bench work {tag} {i}", title=f"{tag}-{i}")
+        await host.tasks.create(bot_id=bots[i % 2], words=f"bench work {tag} {i}", title=f"{tag}-{i}")
         for i in range(RUNS)
     ]
     probe.start()
@@ -172,25 +180,29 @@ async def run(app: QApplication, data_dir: Path) -> None:
         await host.start()
         await window.refresh()
         probe = LagProbe()
+        bots = await _bots(host, url)
 
         probe.start()
         await asyncio.sleep(3)
         line("idle window", _figure(probe.stop()))
 
         window.show_tasks()
-        line(f"tasks view shown, {RUNS} runs stepping", _figure(await _phase(host, probe, "list", 8, None)))
+        line(
+            f"tasks view shown, {RUNS} runs stepping",
+            _figure(await _phase(host, bots, probe, "list", 8, None)),
+        )
 
         window.show_chat()
         chat_id = window.conversation_list.current_id
         assert chat_id
         line(
             f"chat shown and streaming, {RUNS} runs stepping",
-            _figure(await _phase(host, probe, "chat", 8, chat_id)),
+            _figure(await _phase(host, bots, probe, "chat", 8, chat_id)),
         )
-        first = (await host.tasks.create(bot_id=None, words="warm-up", title="detail-0")).id
+        first = (await host.tasks.create(bot_id=bots[0], words="warm-up", title="detail-0")).id
         window.open_task(first, back_to="list")
         others = [
-            await host.tasks.create(bot_id=None, words=f"bench work detail {i}", title=f"detail-{i}")
+            await host.tasks.create(bot_id=bots[i % 2], words=f"bench work detail {i}", title=f"detail-{i}")
             for i in range(1, RUNS)
         ]
         await _expand_runs(window)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from core.agent.model_config import ModelConfig, RetryPolicy
+from core.agent.tls import warm_up
 from core.attention.approval_center import ApprovalCenter
 from core.attention.chat_tools import ask_user_question_tool
 from core.attention.service import AttentionService
@@ -150,6 +151,7 @@ class Host:
         await self.db.open()
         # pydantic-ai takes ~0.8 s to import; a worker thread keeps the UI loop free meanwhile.
         runtime_module = await asyncio.to_thread(importlib.import_module, "core.agent.runtime")
+        await asyncio.to_thread(warm_up)  # the TLS context model clients share: ~70 ms, kept off the loop
         self._runtime = runtime_module.AgentRuntime(
             sessions_dir=self.data_dir / "sessions",
             clock=self.clock,

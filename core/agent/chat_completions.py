@@ -29,6 +29,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from core.agent.model_config import ModelConfig
+from core.agent.tls import shared_ssl_context
 
 TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
 
@@ -206,7 +207,9 @@ class ChatCompletionsClient:
     def __init__(self, config: ModelConfig, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.config = config
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self._http = httpx.AsyncClient(timeout=TIMEOUT, headers=headers, transport=transport)
+        self._http = httpx.AsyncClient(
+            timeout=TIMEOUT, headers=headers, transport=transport, verify=shared_ssl_context()
+        )
         self._url = config.base_url.rstrip("/") + "/chat/completions"
 
     async def aclose(self) -> None:
