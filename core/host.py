@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from core.agent.http_warmup import warm_up
 from core.agent.model_config import ModelConfig, RetryPolicy
-from core.agent.tls import warm_up
 from core.attention.approval_center import ApprovalCenter
 from core.attention.chat_tools import ask_user_question_tool
 from core.attention.service import AttentionService

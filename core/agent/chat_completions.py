@@ -28,8 +28,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
+from core.agent.http_warmup import shared_ssl_context
 from core.agent.model_config import ModelConfig
-from core.agent.tls import shared_ssl_context
 
 TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
 

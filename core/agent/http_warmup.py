@@ -1,6 +1,8 @@
-"""One TLS context for every model endpoint. Building one loads the CA bundle (about 70 ms): done per
-client it stalled the event loop each time a bot first talked to its model, so it is built once, off the
-loop, while the host starts (`warm_up`), and shared."""
+"""Getting the HTTP stack ready before the first model call, off the event loop.
+
+One TLS context serves every model endpoint: building one loads the CA bundle (about 70 ms), and done per
+client it stalled the loop each time a bot first talked to its model. `warm_up` builds it while the host
+starts."""
 
 from __future__ import annotations
 
@@ -16,6 +18,6 @@ def shared_ssl_context() -> ssl.SSLContext:
 
 
 def warm_up() -> None:
-    """Build the shared context now, and the first transport (its first use imports httpcore's connection
-    pool, another ~30 ms); call it from a worker thread."""
+    """Build the shared context and the first transport (its first use imports httpcore's connection
+    pool, another ~30 ms). Call it from a worker thread."""
     httpx.AsyncHTTPTransport(verify=shared_ssl_context())
