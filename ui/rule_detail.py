@@ -42,6 +42,7 @@ from ui import theme
 from ui.activity_view import FOLDED, UNFOLDED, StepRow
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
+from ui.delete_confirm import DeleteConfirm, small_button
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.rule_editor import ModeToggle, RuleEditor
@@ -420,31 +421,21 @@ class RuleDetailBody(QWidget):
         self._column.addWidget(self.action_row)
 
         # Deleting drops the run log too, so it asks first, in place, as the task detail does.
-        self.confirm = QFrame(self)
-        self.confirm.setObjectName("taskConfirm")
-        confirm_column = QVBoxLayout(self.confirm)
-        confirm_column.setContentsMargins(12, 10, 12, 10)
-        confirm_column.setSpacing(8)
-        self.confirm_text = WrappedLabel(t("rules.detail.delete_confirm"), self.confirm)
-        confirm_column.addWidget(self.confirm_text)
-        buttons = QHBoxLayout()
-        buttons.setSpacing(8)
-        self.confirm_delete = self._button(t("rules.detail.delete"), "taskConfirmDelete", self._on_delete)
-        self.cancel_delete = self._button(t("rules.detail.cancel"), "taskCancelDelete", self._cancel_delete)
-        buttons.addWidget(self.confirm_delete)
-        buttons.addWidget(self.cancel_delete)
-        buttons.addStretch(1)
-        confirm_column.addLayout(buttons)
-        self.confirm.hide()
+        self.confirm = DeleteConfirm(
+            t("rules.detail.delete_confirm"),
+            (t("rules.detail.delete"), t("rules.detail.deleting"), t("rules.detail.cancel")),
+            self._on_delete,
+            self._cancel_delete,
+            self,
+        )
+        # The names tests and callers use.
+        self.confirm_text = self.confirm.text
+        self.confirm_delete = self.confirm.delete_button
+        self.cancel_delete = self.confirm.cancel_button
         self._column.addWidget(self.confirm)
 
     def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
-        made = QPushButton(text, self)
-        made.setObjectName(name)
-        made.setCursor(Qt.CursorShape.PointingHandCursor)
-        made.setFont(theme.font("small"))
-        made.clicked.connect(lambda _checked=False: slot())
-        return made
+        return small_button(text, name, slot, self)
 
     # -- what the owner drives -------------------------------------------------------------------------
 
@@ -680,8 +671,7 @@ class RuleDetailBody(QWidget):
         if self._rule_id is None:
             return
         self.action_row.hide()
-        self.confirm.show()
-        self.cancel_delete.setFocus()  # Enter right after the click cancels; deleting takes a choice
+        self.confirm.ask()
 
     def _cancel_delete(self) -> None:
         self.confirm.hide()
@@ -693,8 +683,7 @@ class RuleDetailBody(QWidget):
             return
         self._deleting = rule_id
         self.notice.hide()
-        self.confirm_delete.setEnabled(False)
-        self.confirm_delete.setText(t("rules.detail.deleting"))
+        self.confirm.set_busy(True)
         self._calls.start(
             self._rules.delete(rule_id),
             done=lambda _none: self._delete_ended(rule_id, None),
@@ -702,8 +691,7 @@ class RuleDetailBody(QWidget):
         )
 
     def _delete_ended(self, rule_id: str, exc: Exception | None) -> None:
-        self.confirm_delete.setEnabled(True)
-        self.confirm_delete.setText(t("rules.detail.delete"))
+        self.confirm.set_busy(False)
         if rule_id != self._rule_id:
             self._deleting = None
             return

@@ -25,6 +25,7 @@ from core.tasks.facade import TaskFacade
 from core.tasks.views import RunView, TaskDetail, TaskView
 from ui import theme
 from ui.async_calls import AsyncCalls
+from ui.delete_confirm import DeleteConfirm, small_button
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
@@ -194,32 +195,21 @@ class TaskDetailBody(QWidget):
         self._column.addWidget(self.action_row)
 
         # Deleting also removes the folder, so it asks first, in place (no modal dialog).
-        self.confirm = QFrame(self)
-        self.confirm.setObjectName("taskConfirm")
-        confirm_column = QVBoxLayout(self.confirm)
-        confirm_column.setContentsMargins(12, 10, 12, 10)
-        confirm_column.setSpacing(8)
-        self.confirm_text = WrappedLabel(t("task.delete_confirm"), self.confirm)
-        self.confirm_text.setObjectName("taskConfirmText")
-        confirm_column.addWidget(self.confirm_text)
-        buttons = QHBoxLayout()
-        buttons.setSpacing(8)
-        self.confirm_delete = self._button(t("task.delete"), "taskConfirmDelete", self._on_delete)
-        self.cancel_delete = self._button(t("task.cancel"), "taskCancelDelete", self._cancel_delete)
-        buttons.addWidget(self.confirm_delete)
-        buttons.addWidget(self.cancel_delete)
-        buttons.addStretch(1)
-        confirm_column.addLayout(buttons)
-        self.confirm.hide()
+        self.confirm = DeleteConfirm(
+            t("task.delete_confirm"),
+            (t("task.delete"), t("task.deleting"), t("task.cancel")),
+            self._on_delete,
+            self._cancel_delete,
+            self,
+        )
+        # The names tests and callers use.
+        self.confirm_text = self.confirm.text
+        self.confirm_delete = self.confirm.delete_button
+        self.cancel_delete = self.confirm.cancel_button
         self._column.addWidget(self.confirm)
 
     def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
-        button = QPushButton(text, self)
-        button.setObjectName(name)
-        button.setCursor(Qt.CursorShape.PointingHandCursor)
-        button.setFont(theme.font("small"))
-        button.clicked.connect(lambda _checked=False: slot())
-        return button
+        return small_button(text, name, slot, self)
 
     def _fact(self, layout: QVBoxLayout, caption: str, name: str) -> WrappedLabel:
         layout.addWidget(section_label(caption, self.well))
@@ -437,8 +427,7 @@ class TaskDetailBody(QWidget):
         if self._task_id is None:
             return
         self.action_row.hide()
-        self.confirm.show()
-        self.cancel_delete.setFocus()  # Enter right after the click cancels; deleting takes a choice
+        self.confirm.ask()
 
     def _cancel_delete(self) -> None:
         self.confirm.hide()
@@ -450,8 +439,7 @@ class TaskDetailBody(QWidget):
             return
         self._deleting = task_id
         self.notice.hide()
-        self.confirm_delete.setEnabled(False)
-        self.confirm_delete.setText(t("task.deleting"))
+        self.confirm.set_busy(True)
         self._calls.start(
             self._tasks.delete_task(task_id),
             done=lambda _none: self._delete_ended(task_id, None),
@@ -459,8 +447,7 @@ class TaskDetailBody(QWidget):
         )
 
     def _delete_ended(self, task_id: str, exc: Exception | None) -> None:
-        self.confirm_delete.setEnabled(True)
-        self.confirm_delete.setText(t("task.delete"))
+        self.confirm.set_busy(False)
         if task_id != self._task_id:
             self._deleting = None
             return
