@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from core.agent.model_config import ModelConfig, RetryPolicy
@@ -10,10 +11,11 @@ from core.agent.runtime import AgentRuntime
 from core.agent.sandbox import Permission, Preset
 from core.agent.session import AgentSession
 from core.agent.session_spec import SessionSpec
-from core.clock import SystemClock
+from core.clock import FakeClock, SystemClock
 from core.host import Host
 from tests.fakes.model_server import ScriptedModelServer
-from tests.integration.host_fixtures import make_host
+from tests.integration.host_fixtures import make_host, running_api
+from tests.integration.rule_api import NOW
 from tests.integration.task_script import SessionScript
 
 FAST_RETRY = RetryPolicy(delays_s=(0.01, 0.01, 0.01))
@@ -81,3 +83,22 @@ def script(model_server: ScriptedModelServer) -> SessionScript:
 @pytest.fixture
 def host(tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
     return make_host(tmp_path / "data", model_server.base_url, home=home)
+
+
+# -- rules: a host on a fake clock at a fixed "now", and a client of its API ---------------------------
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(start=NOW)
+
+
+@pytest.fixture
+def rules_host(tmp_path: Path, model_server: ScriptedModelServer, home: Path, clock: FakeClock) -> Host:
+    return make_host(tmp_path / "data", model_server.base_url, home=home, clock=clock)
+
+
+@pytest.fixture
+async def client(rules_host: Host) -> AsyncIterator[httpx.AsyncClient]:
+    async with running_api(rules_host) as c:
+        yield c

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,32 +13,14 @@ import pytest
 
 from core.clock import FakeClock
 from core.host import Host
-from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
-from tests.integration.host_fixtures import make_host, running_api
+from tests.fakes.model_server import Reply, ToolCallSpec
+from tests.integration.rule_api import DAILY_8, messages, run_log, run_now, wait_ended
 from tests.integration.task_script import SessionScript, bash, report
 from tests.waiting import wait_until
 
-NOW = 1_790_000_000.0
-DAILY_8 = {"kind": "daily", "time": "08:00", "tz": "Asia/Shanghai"}
 WORDS = "每天早上 8 点看看 X 的价格,低于 200 告诉我"
 TITLE = "X price"
 WHO = f"rule:{TITLE}"
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(start=NOW)
-
-
-@pytest.fixture
-def rules_host(tmp_path: Path, model_server: ScriptedModelServer, home: Path, clock: FakeClock) -> Host:
-    return make_host(tmp_path / "data", model_server.base_url, home=home, clock=clock)
-
-
-@pytest.fixture
-async def client(rules_host: Host) -> AsyncIterator[httpx.AsyncClient]:
-    async with running_api(rules_host) as c:
-        yield c
 
 
 async def create(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
@@ -50,35 +30,8 @@ async def create(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     return dict(r.json())
 
 
-async def run_now(client: httpx.AsyncClient, rule_id: str) -> str:
-    r = await client.post(f"/api/rules/{rule_id}/run")
-    assert r.status_code == 202, r.text
-    return str(r.json()["runId"])
-
-
-async def run_log(client: httpx.AsyncClient, rule_id: str, lang: str = "zh") -> list[dict[str, Any]]:
-    r = await client.get(f"/api/rules/{rule_id}/runs", params={"lang": lang})
-    assert r.status_code == 200, r.text
-    return list(r.json()["runs"])
-
-
-async def wait_ended(
-    host: Host, client: httpx.AsyncClient, rule_id: str, count: int = 1
-) -> list[dict[str, Any]]:
-    async def ended() -> bool:
-        log = await run_log(client, rule_id)
-        return len(log) >= count and all(r["state"] == "ended" for r in log)
-
-    await wait_until(host.bus, ended, timeout=10, what=f"{count} ended run(s) of {rule_id}")
-    return await run_log(client, rule_id)
-
-
 async def attention(client: httpx.AsyncClient, lang: str = "zh") -> list[dict[str, Any]]:
     return list((await client.get("/api/attention", params={"lang": lang})).json()["items"])
-
-
-async def messages(client: httpx.AsyncClient, cid: str) -> list[dict[str, Any]]:
-    return list((await client.get(f"/api/conversations/{cid}/messages")).json()["messages"])
 
 
 async def say(host: Host, client: httpx.AsyncClient, text: str, reply: str) -> str:

@@ -4,40 +4,20 @@ scripted model over HTTP. Reminders, act and observe runs, failure pausing, the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from core.clock import FakeClock
 from core.host import Host
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
-from tests.integration.host_fixtures import make_host, running_api
+from tests.integration.rule_api import DAILY_8, NOW, messages, run_log, run_now, wait_ended
 from tests.integration.task_script import SessionScript, report
 from tests.waiting import wait_until
 
-NOW = 1_790_000_000.0
-DAILY_8 = {"kind": "daily", "time": "08:00", "tz": "Asia/Shanghai"}
 TITLE = "X price"
 WHO = f"rule:{TITLE}"
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(start=NOW)
-
-
-@pytest.fixture
-def rules_host(tmp_path: Path, model_server: ScriptedModelServer, home: Path, clock: FakeClock) -> Host:
-    return make_host(tmp_path / "data", model_server.base_url, home=home, clock=clock)
-
-
-@pytest.fixture
-async def client(rules_host: Host) -> AsyncIterator[httpx.AsyncClient]:
-    async with running_api(rules_host) as c:
-        yield c
 
 
 async def create(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
@@ -47,40 +27,13 @@ async def create(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     return dict(r.json())
 
 
-async def run_now(client: httpx.AsyncClient, rule_id: str) -> str:
-    r = await client.post(f"/api/rules/{rule_id}/run")
-    assert r.status_code == 202, r.text
-    return str(r.json()["runId"])
-
-
-async def run_log(client: httpx.AsyncClient, rule_id: str, **params: str) -> list[dict[str, Any]]:
-    r = await client.get(f"/api/rules/{rule_id}/runs", params=params)
-    assert r.status_code == 200, r.text
-    return list(r.json()["runs"])
-
-
-async def messages(client: httpx.AsyncClient, cid: str) -> list[dict[str, Any]]:
-    return list((await client.get(f"/api/conversations/{cid}/messages")).json()["messages"])
-
-
-async def wait_ended(
-    host: Host, client: httpx.AsyncClient, rule_id: str, count: int = 1
-) -> list[dict[str, Any]]:
-    async def ended() -> bool:
-        log = await run_log(client, rule_id)
-        return len(log) >= count and all(r["state"] == "ended" for r in log)
-
-    await wait_until(host.bus, ended, timeout=10, what=f"{count} ended run(s) of {rule_id}")
-    return await run_log(client, rule_id, lang="en")
-
-
 async def test_a_reminder_delivers_its_words_without_a_model_turn(
     rules_host: Host, client: httpx.AsyncClient, script: SessionScript, model_server: ScriptedModelServer
 ) -> None:
     rule = await create(client, kind="remind", title="Meeting", instruction="下午 3 点开会")
     run_id = await run_now(client, rule["id"])
 
-    log = await wait_ended(rules_host, client, rule["id"])
+    log = await wait_ended(rules_host, client, rule["id"], lang="en")
     assert [(r["id"], r["outcome"], r["mode"], r["cause"]) for r in log] == [
         (run_id, "done", "act", "manual")
     ]
@@ -96,7 +49,7 @@ async def test_an_acting_check_tells_the_user_once_what_it_reported(
     rule = await create(client)
     await run_now(client, rule["id"])
 
-    log = await wait_ended(rules_host, client, rule["id"])
+    log = await wait_ended(rules_host, client, rule["id"], lang="en")
     assert log[0]["outcome"] == "done" and log[0]["mode"] == "act"
     assert log[0]["said"] == "X 降价了,现在 ¥199" and log[0]["line"] == "Sent: “X 降价了,现在 ¥199”"
     assert log[0]["permission"] == "workspace-write"  # act: the bot's preset, capped at workspace-write
@@ -129,7 +82,7 @@ async def test_an_observing_check_never_sends_cannot_write_and_records_what_it_w
     rule = await create(client, mode="observe")
     await run_now(client, rule["id"])
 
-    log = await wait_ended(rules_host, client, rule["id"])
+    log = await wait_ended(rules_host, client, rule["id"], lang="en")
     assert log[0]["outcome"] == "done" and log[0]["mode"] == "observe"
     assert log[0]["would"] == "X 降价了,现在 ¥199" and log[0]["said"] == ""
     assert log[0]["line"] == "Would have sent: “X 降价了,现在 ¥199”"
@@ -157,7 +110,7 @@ async def test_three_failed_runs_in_a_row_pause_the_rule(
         # No report, and none after the nudge either: the run fails.
         script.add(WHO, [Reply.text("looked"), Reply.text("still nothing")])
         await run_now(client, rule["id"])
-        log = await wait_ended(rules_host, client, rule["id"], count=n)
+        log = await wait_ended(rules_host, client, rule["id"], count=n, lang="en")
         assert log[0]["outcome"] == "failed" and log[0]["line"] == "Failed: 没有给出结果"
         paused = (await client.get(f"/api/rules/{rule['id']}")).json()["pausedReason"]
         assert paused == ("failures" if n == 3 else "")
@@ -180,7 +133,7 @@ async def test_a_success_resets_the_failure_count(
     ):
         script.add(WHO, replies)
         await run_now(client, rule["id"])
-        await wait_ended(rules_host, client, rule["id"], count=n)
+        await wait_ended(rules_host, client, rule["id"], count=n, lang="en")
     assert (await client.get(f"/api/rules/{rule['id']}")).json()["pausedReason"] == ""
 
 
@@ -190,14 +143,14 @@ async def test_the_run_log_records_version_and_mode_newest_first(
     rule = await create(client, mode="observe")
     script.add(WHO, [report("done", "quiet"), Reply.text("ok")])
     await run_now(client, rule["id"])
-    await wait_ended(rules_host, client, rule["id"])
+    await wait_ended(rules_host, client, rule["id"], lang="en")
     r = await client.put(f"/api/rules/{rule['id']}", json={"instruction": "看看 Y 的价格", "mode": "act"})
     assert r.status_code == 200 and r.json()["version"] == 2
     clock.advance(60)
     script.add(WHO, [report("done", "quiet"), Reply.text("ok")])
     await run_now(client, rule["id"])
 
-    log = await wait_ended(rules_host, client, rule["id"], count=2)
+    log = await wait_ended(rules_host, client, rule["id"], count=2, lang="en")
     assert [(e["version"], e["mode"], e["line"]) for e in log] == [
         (2, "act", "Stayed quiet"),
         (1, "observe", "Would have stayed quiet"),
@@ -233,7 +186,7 @@ async def test_a_due_rule_fires_from_the_scheduler_on_the_fake_clock(
 
     clock.advance(rule["nextRunAt"] - clock.time() + 1)
 
-    log = await wait_ended(rules_host, client, rule["id"])
+    log = await wait_ended(rules_host, client, rule["id"], lang="en")
     assert [(e["cause"], e["outcome"]) for e in log] == [("schedule", "done")]
     after = (await client.get(f"/api/rules/{rule['id']}")).json()
     assert after["nextRunAt"] == rule["nextRunAt"] + 24 * 3600
@@ -298,7 +251,7 @@ async def test_a_scheduled_run_that_waits_for_a_slot_past_its_grace_is_skipped(
     clock.advance(20 * 60)  # past its grace while it waits
     assert (await client.post(f"/api/tasks/{task['id']}/stop")).status_code == 200
 
-    log = await wait_ended(rules_host, client, rule["id"])
+    log = await wait_ended(rules_host, client, rule["id"], lang="en")
     assert [(e["cause"], e["outcome"], e["reason"]) for e in log] == [("schedule", "skipped", "late")]
     assert log[0]["line"] == "Skipped: no free slot in time"
     assert script.requests.get(WHO, []) == []  # it never asked the model

@@ -3,9 +3,7 @@ with the host on a fake clock so "now" stays put. No rule fires here; that is th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -16,34 +14,15 @@ from core.clock import FakeClock
 from core.delivery.outbox import local_zone
 from core.events import RuleChanged
 from core.host import Host
-from tests.fakes.model_server import ScriptedModelServer
-from tests.integration.host_fixtures import make_host, running_api
+from tests.integration.rule_api import DAILY_8, NOW
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 # Monday 2026-09-21 22:13:20 in Shanghai.
-NOW = 1_790_000_000.0
-DAILY_8 = {"kind": "daily", "time": "08:00", "tz": "Asia/Shanghai"}
 WORDS = "每天早上 8 点看看 X 的价格,低于 200 告诉我"
 
 
 def at(text: str) -> float:
     return datetime.fromisoformat(text).replace(tzinfo=SHANGHAI).timestamp()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(start=NOW)
-
-
-@pytest.fixture
-def rules_host(tmp_path: Path, model_server: ScriptedModelServer, home: Path, clock: FakeClock) -> Host:
-    return make_host(tmp_path / "data", model_server.base_url, home=home, clock=clock)
-
-
-@pytest.fixture
-async def client(rules_host: Host) -> AsyncIterator[httpx.AsyncClient]:
-    async with running_api(rules_host) as c:
-        yield c
 
 
 async def create(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
