@@ -58,3 +58,7 @@ class RuleFacade(Protocol):
         """{"words": the schedule in words, "next": the next `count` times as local ISO strings}. Raises
         InvalidInputError for a schedule that would be refused at save."""
         ...
+
+    async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:
+        """The rule and its run log as a Markdown document, secrets redacted. Raises NotFoundError."""
+        ...

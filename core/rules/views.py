@@ -27,6 +27,10 @@ class RuleView:
     created_at: float
     updated_at: float
     trigger: dict[str, Any] = field(default_factory=lambda: {"kind": "schedule"})
+    # Budgets (P3 §8): the estimated cost of this calendar month's runs (in the rule's zone), in USD.
+    month_cost_usd: float = 0.0
+    month_budget_usd: float = 3.0
+    run_budget_usd: float = 0.10
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +51,9 @@ class RuleView:
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
             "trigger": self.trigger,
+            "monthCostUsd": self.month_cost_usd,
+            "monthBudgetUsd": self.month_budget_usd,
+            "runBudgetUsd": self.run_budget_usd,
         }
 
 

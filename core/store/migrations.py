@@ -103,6 +103,19 @@ def _add_rule_ack_and_trigger(conn: Connection) -> None:
     add_column(conn, "rules", Column("trigger", String, nullable=False, server_default=DEFAULT_TRIGGER))
 
 
+def _add_cost_and_retention(conn: Connection) -> None:
+    zero = text("0")
+    add_column(conn, "tasks", Column("spent_other", String, nullable=False, server_default="{}"))
+    add_column(conn, "tasks", Column("unpriced_calls", Integer, nullable=False, server_default=zero))
+    add_column(conn, "tasks", Column("last_used_at", Double, nullable=False, server_default=zero))
+    add_column(conn, "tasks", Column("archived_at", Double, nullable=False, server_default=zero))
+    add_column(conn, "runs", Column("cost_other", String, nullable=False, server_default="{}"))
+    add_column(conn, "runs", Column("unpriced_calls", Integer, nullable=False, server_default=zero))
+    add_column(conn, "rules", Column("run_budget_usd", Double, nullable=False, server_default=text("0.1")))
+    add_column(conn, "rules", Column("month_budget_usd", Double, nullable=False, server_default=text("3.0")))
+    add_column(conn, "rules", Column("budget_pushed", String, nullable=False, server_default=""))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -111,7 +124,8 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "bots: avatar, task slots, quiet hours, paused", _add_bot_settings),
     Migration(6, "rules and rule_versions: scheduled standing instructions", _create_rules),
     Migration(7, "rules: observe_ack_version and trigger", _add_rule_ack_and_trigger),
-    # Append here: Migration(7, "...", _function_taking_a_connection),
+    Migration(8, "costs by currency, task use and archive, rule budgets", _add_cost_and_retention),
+    # Append here: Migration(9, "...", _function_taking_a_connection),
 ]
 
 

@@ -121,6 +121,15 @@ class TaskRow(Base):
     cleanup_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
     created_at: Mapped[float]
     updated_at: Mapped[float]
+    # Cost and retention (migration 8). Amounts priced in other currencies than USD, as JSON
+    # {"CNY": "0.12"}, are kept apart because currencies are never added together; calls no price was
+    # known for are counted so the UI can say 「未定价」.
+    spent_other: Mapped[str] = mapped_column(default="{}", server_default="{}")
+    unpriced_calls: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
+    # The last time a person or a run used the task (0: never recorded, read as updated_at). Retention
+    # counts its 30 idle days from here; 保留 sets it to now.
+    last_used_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    archived_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)  # 0: not archived
 
 
 class RunRow(Base):
@@ -148,6 +157,8 @@ class RunRow(Base):
     tokens_in: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     tokens_out: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     cost_usd: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    cost_other: Mapped[str] = mapped_column(default="{}", server_default="{}")  # migration 8, see tasks
+    unpriced_calls: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     error: Mapped[str] = mapped_column(default="", server_default="")
     nudged: Mapped[bool] = mapped_column(default=False, server_default=false())
     queued_at: Mapped[float]
@@ -261,6 +272,11 @@ class RuleRow(Base):
     observe_ack_version: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     # JSON: {"kind": "schedule"} (the timer) or {"kind": "event", "source": ..., "filter"?: {...}} (P3 §4).
     trigger: Mapped[str] = mapped_column(default=DEFAULT_TRIGGER, server_default=DEFAULT_TRIGGER)
+    # Budgets (migration 8, P3 §8): per run and per calendar month in the rule's zone.
+    run_budget_usd: Mapped[float] = mapped_column(default=0.10, server_default=text("0.1"))
+    month_budget_usd: Mapped[float] = mapped_column(default=3.0, server_default=text("3.0"))
+    # "YYYY-MM@budget" of the last monthly-budget pause that was pushed: one push per month and level.
+    budget_pushed: Mapped[str] = mapped_column(default="", server_default="")
 
 
 class RuleVersionRow(Base):

@@ -57,6 +57,9 @@ class RuleRecord:
     updated_at: float
     observe_ack_version: int = 0  # the version whose observe -> act question was answered 继续观察
     trigger: dict[str, object] = field(default_factory=lambda: dict(SCHEDULE_TRIGGER))
+    run_budget_usd: float = 0.10
+    month_budget_usd: float = 3.0
+    budget_pushed: str = ""  # "YYYY-MM@budget" of the last pushed monthly-budget pause
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,9 @@ class RuleChanges(TypedDict, total=False):
     failures_in_row: int
     observe_ack_version: int
     trigger: Mapping[str, object]
+    run_budget_usd: float
+    month_budget_usd: float
+    budget_pushed: str
 
 
 UPDATABLE_FIELDS = frozenset(RuleChanges.__annotations__)
@@ -275,6 +281,9 @@ def _record(row: RuleRow) -> RuleRecord:
         updated_at=row.updated_at,
         observe_ack_version=row.observe_ack_version,
         trigger=_decode(row.trigger) or dict(SCHEDULE_TRIGGER),
+        run_budget_usd=row.run_budget_usd,
+        month_budget_usd=row.month_budget_usd,
+        budget_pushed=row.budget_pushed,
     )
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypedDict, TypeVar, Unpack, cast, get_args
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from core.store.amounts import decode_amounts, encode_amounts
 from core.store.chunks import chunked
 from core.store.errors import NotFoundError
 from core.store.models import RunRow
@@ -70,6 +71,8 @@ class RunRecord:
     queued_at: float
     started_at: float
     ended_at: float
+    cost_other: dict[str, float] = field(default_factory=dict)  # currency -> amount, never USD
+    unpriced_calls: int = 0
 
 
 class RunChanges(TypedDict, total=False):
@@ -81,6 +84,8 @@ class RunChanges(TypedDict, total=False):
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    cost_other: Mapping[str, float]
+    unpriced_calls: int
     error: str
     nudged: bool
     session_id: str
@@ -299,6 +304,8 @@ def update_run(s: Session, id: str, **fields: Unpack[RunChanges]) -> RunRecord:
     values: dict[str, object] = dict(fields)
     if "activity" in fields:
         values["activity"] = _encode_activity(fields["activity"])
+    if "cost_other" in fields:
+        values["cost_other"] = encode_amounts(fields["cost_other"])
     row = s.get(RunRow, id)
     if row is None:
         raise NotFoundError("run", id)
@@ -358,4 +365,6 @@ def _record(row: RunRow) -> RunRecord:
         queued_at=row.queued_at,
         started_at=row.started_at,
         ended_at=row.ended_at,
+        cost_other=decode_amounts(row.cost_other),
+        unpriced_calls=row.unpriced_calls,
     )

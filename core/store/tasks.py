@@ -7,13 +7,15 @@ tables and go with it when it is deleted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypedDict, Unpack, cast, get_args
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from core.store.amounts import decode_amounts, encode_amounts
 from core.store.errors import NotFoundError
 from core.store.models import DeliveryRow, RunInputRow, RunRow, TaskRow
 
@@ -45,6 +47,15 @@ class TaskRecord:
     cleanup_at: float
     created_at: float
     updated_at: float
+    spent_other: dict[str, float] = field(default_factory=dict)  # currency -> amount, USD never here
+    unpriced_calls: int = 0
+    last_used_at: float = 0.0  # 0: never recorded; `idle_since` reads updated_at then
+    archived_at: float = 0.0
+
+    @property
+    def idle_since(self) -> float:
+        """When the task was last used: retention counts its idle days from here."""
+        return self.last_used_at or self.updated_at
 
 
 class TaskChanges(TypedDict, total=False):
@@ -59,6 +70,10 @@ class TaskChanges(TypedDict, total=False):
     cleanup_at: float
     budget_usd: float
     model: str
+    spent_other: Mapping[str, float]
+    unpriced_calls: int
+    last_used_at: float
+    archived_at: float
 
 
 UPDATABLE_FIELDS = frozenset(TaskChanges.__annotations__)
@@ -150,7 +165,10 @@ def update_task(s: Session, id: str, *, now: float, **fields: Unpack[TaskChanges
     row = s.get(TaskRow, id)
     if row is None:
         raise NotFoundError("task", id)
-    for name, value in fields.items():
+    values: dict[str, object] = dict(fields)
+    if "spent_other" in fields:
+        values["spent_other"] = encode_amounts(fields["spent_other"])
+    for name, value in values.items():
         setattr(row, name, value)
     row.updated_at = now
     s.flush()
@@ -204,4 +222,9 @@ def _record(row: TaskRow) -> TaskRecord:
         cleanup_at=row.cleanup_at,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        spent_other=decode_amounts(row.spent_other),
+        unpriced_calls=row.unpriced_calls,
+        last_used_at=row.last_used_at,
+        archived_at=row.archived_at,
     )
+

@@ -31,3 +31,18 @@ class TaskFacade(Protocol):
         """One run's 处理过程 as stored (`ActivityStep.to_json` rows, newest 120; a first note row counts
         the dropped ones). Raises NotFoundError for an unknown task or run."""
         ...
+
+    async def set_budget(
+        self, task_id: str, *, add_usd: float | None = None, budget_usd: float | None = None
+    ) -> TaskView:
+        """Raise the budget by `add_usd` or set it to `budget_usd` (exactly one). A task stopped at its
+        budget goes on. Raises InvalidInputError (zero, negative, over $1,000, below what is spent)."""
+        ...
+
+    async def keep(self, task_id: str) -> TaskDetail:
+        """保留: the task counts as used now, so its folder's deletion date is cleared (P3 §11)."""
+        ...
+
+    async def export_markdown(self, task_id: str, lang: str = "zh") -> str:
+        """The task as a Markdown document, secrets redacted. Raises NotFoundError."""
+        ...

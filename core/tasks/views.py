@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -22,6 +22,9 @@ class TaskView:
     tokens_out: int
     spent_usd: float
     budget_usd: float
+    # Costs priced in other currencies (a user's override), never added to USD; calls with no known price.
+    spent_other: dict[str, float] = field(default_factory=dict)
+    unpriced_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -39,6 +42,8 @@ class TaskView:
             "tokensOut": self.tokens_out,
             "spentUsd": self.spent_usd,
             "budgetUsd": self.budget_usd,
+            "spentOther": self.spent_other,
+            "unpricedCalls": self.unpriced_calls,
         }
 
 
@@ -55,6 +60,9 @@ class RunView:
     queued_at: float
     started_at: float
     ended_at: float
+    cost_usd: float = 0.0
+    cost_other: dict[str, float] = field(default_factory=dict)
+    unpriced_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +77,9 @@ class RunView:
             "queuedAt": self.queued_at,
             "startedAt": self.started_at,
             "endedAt": self.ended_at,
+            "costUsd": self.cost_usd,
+            "costOther": self.cost_other,
+            "unpricedCalls": self.unpriced_calls,
         }
 
 
@@ -82,6 +93,10 @@ class TaskDetail:
     session_bytes: int
     report: dict[str, Any] | None
     runs: tuple[RunView, ...]
+    # Retention (P3 §11 "Disk growth"): when the folder will be deleted (0: no date set) and when the task
+    # was last used; 保留 (`keep`) clears the date and restarts the 30 idle days.
+    cleanup_at: float = 0.0
+    idle_since: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,4 +108,6 @@ class TaskDetail:
             "sessionBytes": self.session_bytes,
             "report": self.report,
             "runs": [r.to_json() for r in self.runs],
+            "cleanupAt": self.cleanup_at,
+            "idleSince": self.idle_since,
         }
