@@ -227,4 +227,3 @@ def _record(row: TaskRow) -> TaskRecord:
         last_used_at=row.last_used_at,
         archived_at=row.archived_at,
     )
-
