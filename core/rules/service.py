@@ -326,15 +326,17 @@ class RuleService:
             raise NotFoundError("rule", rule_id)
         return [RuleVersionView(v.version, v.instruction, v.created_at) for v in found]
 
-    async def runs(self, rule_id: str, before: float | None = None, lang: str = "zh") -> list[RunLogEntry]:
+    async def runs(
+        self, rule_id: str, before: float | None = None, lang: str = "zh", *, limit: int | None = RUN_LOG_PAGE
+    ) -> list[RunLogEntry]:
         """The rule's run log, newest first (P3 §5 "Auditing a rule"); runs queued before `before` only when
-        given, RUN_LOG_PAGE at a time."""
+        given, `limit` at a time (None: all of it)."""
 
         def read(s: Session) -> tuple[RuleRecord, list[RunRecord]] | None:
             rule = rule_rows.get_rule(s, rule_id)
             if rule is None:
                 return None
-            return rule, run_rows.runs_of_rule(s, rule_id, before=before, limit=RUN_LOG_PAGE)
+            return rule, run_rows.runs_of_rule(s, rule_id, before=before, limit=limit)
 
         found = await self._db.read(read)
         if found is None:
@@ -347,6 +349,15 @@ class RuleService:
             except NotFoundError:
                 bot_preset = ""  # the bot is gone: say the default cap
         return [_log_entry(run, lang, granted=rule.granted_preset, bot_preset=bot_preset) for run in records]
+
+    async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:
+        """The rule, its versions and its whole run log as Markdown (P3 §6), secrets redacted."""
+        from core.export.rule_markdown import rule_markdown
+
+        rule = await self.get(rule_id, lang)
+        versions = await self.versions(rule_id)
+        log = await self.runs(rule_id, lang=lang, limit=None)
+        return rule_markdown(rule, versions, log, lang=lang, exported_at=self._clock.time())
 
     def preview(
         self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"

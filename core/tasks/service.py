@@ -352,6 +352,10 @@ class TaskService:
                 queued_at=r.queued_at,
                 started_at=r.started_at,
                 ended_at=r.ended_at,
+                cost_usd=r.cost_usd,
+                cost_other=r.cost_other,
+                unpriced_calls=r.unpriced_calls,
+                report=_decoded_report(r.report),
             )
             for r in state.runs
         )
@@ -364,6 +368,8 @@ class TaskService:
             session_bytes=session_bytes,
             report=json.loads(task.report) if task.report else None,
             runs=runs,
+            cleanup_at=task.cleanup_at,
+            idle_since=task.idle_since,
         )
 
     async def chips(self, conversation_id: str, lang: str = "zh") -> dict[str, list[TaskChip]]:
@@ -385,6 +391,14 @@ class TaskService:
             raise NotFoundError("run", run_id)
         live = self.runner.live_steps(run_id)
         return live if live is not None else list(run.activity)
+
+    async def export_markdown(self, task_id: str, lang: str = "zh") -> str:
+        """The task with every run, its steps and Reports as Markdown (P3 §6, §10), secrets redacted."""
+        from core.export.task_markdown import task_markdown
+
+        detail = await self.detail(task_id, lang)
+        steps = {run.id: await self.run_activity(task_id, run.id) for run in detail.runs}
+        return task_markdown(detail, steps, lang=lang, exported_at=self._clock.time())
 
     # ---- model-facing tools (TaskCommands) ----------------------------------------------------------
 
@@ -698,6 +712,16 @@ class TaskService:
 
         await self._db.write(apply)
         log.info("recovery: %d interrupted, %d recovered", len(plan.interrupted), len(plan.recover))
+
+
+def _decoded_report(encoded: str) -> dict[str, Any] | None:
+    if not encoded:
+        return None
+    try:
+        decoded = json.loads(encoded)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, dict) else None
 
 
 def _unfinished_jobs(activity: list[dict[str, object]]) -> list[str]:

@@ -63,6 +63,8 @@ class TaskState:
             tokens_out=sum(r.tokens_out for r in self.runs),
             spent_usd=self.task.spent_usd,
             budget_usd=self.task.budget_usd,
+            spent_other=self.task.spent_other,
+            unpriced_calls=self.task.unpriced_calls,
         )
 
 

@@ -63,6 +63,7 @@ class RunView:
     cost_usd: float = 0.0
     cost_other: dict[str, float] = field(default_factory=dict)
     unpriced_calls: int = 0
+    report: dict[str, Any] | None = None  # the run's Report, when it gave one
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +81,7 @@ class RunView:
             "costUsd": self.cost_usd,
             "costOther": self.cost_other,
             "unpricedCalls": self.unpriced_calls,
+            "report": self.report,
         }
 
 
