@@ -71,6 +71,11 @@ class FakeClock:
         """How many sleeps are waiting; lets a test wait until code under test has gone to sleep."""
         return sum(1 for _, _, f in self._sleepers if not f.done())
 
+    def sleeping_for(self, seconds: float) -> bool:
+        """Whether some sleep ends exactly `seconds` from now: lets a test wait for one particular sleep
+        (a retry's backoff) while others (a run's time cap) are pending too."""
+        return any(abs(end - self._mono - seconds) < 1e-6 for end, _, f in self._sleepers if not f.done())
+
     def advance(self, seconds: float) -> None:
         """Move both clocks forward and wake every sleeper whose deadline has passed."""
         self._wall += seconds

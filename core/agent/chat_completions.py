@@ -124,6 +124,7 @@ class _Accumulator:
     calls: dict[int, _ToolCallDraft] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
     finish_reason: str | None = None
     response_id: str | None = None
 
@@ -134,6 +135,7 @@ class _Accumulator:
         if isinstance(usage, dict):
             self.input_tokens = int(usage.get("prompt_tokens") or 0)
             self.output_tokens = int(usage.get("completion_tokens") or 0)
+            self.cache_read_tokens = min(_cached_tokens(usage), self.input_tokens)
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             content = delta.get("content")
@@ -164,11 +166,25 @@ class _Accumulator:
             )
         return ModelResponse(
             parts=parts,
-            usage=RequestUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
+            usage=RequestUsage(
+                input_tokens=self.input_tokens,
+                output_tokens=self.output_tokens,
+                cache_read_tokens=self.cache_read_tokens,
+            ),
             model_name=self.model,
             provider_response_id=self.response_id,
             finish_reason=_finish_reason(self.finish_reason),
         )
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int:
+    """Prompt-cache hits: OpenAI and most compatible servers say `prompt_tokens_details.cached_tokens`,
+    DeepSeek says `prompt_cache_hit_tokens`. Priced lower, so the cost estimate needs them."""
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        return max(0, int(details["cached_tokens"]))
+    hit = usage.get("prompt_cache_hit_tokens")
+    return max(0, hit) if isinstance(hit, int) else 0
 
 
 def _finish_reason(raw: str | None) -> Any:

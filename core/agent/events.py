@@ -14,8 +14,9 @@ TurnOutcome = Literal["done", "cancelled", "error"]
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    input_tokens: int = 0
+    input_tokens: int = 0  # all input, cached included
     output_tokens: int = 0
+    cache_read_tokens: int = 0  # the part of input_tokens the provider read from its prompt cache
 
 
 @dataclass(frozen=True, slots=True)

@@ -348,7 +348,7 @@ class AgentSession:
                 step,
                 response.text or "",
                 response.model_name or self.spec.model.model,
-                ev.Usage(usage.input_tokens, usage.output_tokens),
+                ev.Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens),
                 clock.monotonic() - started,
                 len(response.tool_calls),
             )

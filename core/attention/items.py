@@ -99,8 +99,9 @@ GROUP_BY_KIND: Mapping[AttentionKind, int] = MappingProxyType(
         "observe_ready": 4,
     }
 )
-# Kinds answered with a choice only; a task question also takes free text (the mock-up's [回复…]).
-_OPTIONS_ONLY: frozenset[AttentionKind] = frozenset({"task_budget", "observe_ready"})
+# Kinds answered with a choice only; a task question also takes free text (the mock-up's [回复…]), and the
+# budget question an amount (「再给 3 美元」) or words for the task.
+_OPTIONS_ONLY: frozenset[AttentionKind] = frozenset({"observe_ready"})
 
 
 @dataclass(frozen=True, slots=True)

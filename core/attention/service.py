@@ -15,6 +15,7 @@ from core.attention.items import (
     AttentionItem,
     UndeliveredReason,
     approval_item,
+    budget_item,
     can,
     check_answer,
     failed_task_item,
@@ -31,7 +32,7 @@ from core.attention.routing import AnswerError
 from core.chat.service import ChatService
 from core.clock import Clock
 from core.delivery.outbox import Outbox
-from core.errors import ConflictError, NotFoundError, UnprocessableError
+from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
 from core.rules.service import RuleService
 from core.store.deliveries import DeliveryRecord
 from core.tasks.service import TaskService
@@ -99,6 +100,19 @@ class AttentionService:
                 )
             )
         for task in await self._tasks.list_tasks(groups=["needs"], lang=lang):
+            if task.stage == "needs-you/budget":
+                found.append(
+                    budget_item(
+                        task.id,
+                        task.bot_id,
+                        task.title,
+                        task.spent_usd,
+                        task.budget_usd,
+                        task.updated_at,
+                        conversation_id=task.conversation_id,
+                        lang=lang,
+                    )
+                )
             if task.stage == "failed":
                 found.append(
                     failed_task_item(
@@ -198,6 +212,16 @@ class AttentionService:
                 raise UnprocessableError("answer", str(exc)) from exc
             if kind == "observe_ready":
                 return await self._observe_answer(item, answer)
+            if kind == "task_budget":
+                # 继续 / 停止, a written amount, or words passed on with the extra $1 (P3 §8).
+                chosen = (
+                    "继续" if answer == item.options[0] else "停止" if answer == item.options[1] else answer
+                )
+                try:
+                    result = await self._tasks.answer_budget(key, chosen)
+                except InvalidInputError as exc:
+                    raise UnprocessableError("answer", str(exc)) from exc
+                return {"done": action, "taskId": key, "result": result}
             if not item.task_id:  # the chat agent's own question: its turn is waiting for this
                 await self._approvals.answer_chat_question(key, answer)
                 return {"done": action, "conversationId": item.conversation_id, "result": "answered"}

@@ -19,6 +19,8 @@ PUSHED = {
         "options": "可选:{options}",
         "default": "不回复就按{default}做",
         "chat_note": "[后台任务「{title}」已完成,结果已发给用户] {text}",
+        "budget": "「{title}」已用约 ${spent},再给 $1 继续?",
+        "budget_options": "回复「继续」加 $1,写金额(如「再给 3 美元」)加那么多,或「停止」",
     },
     "en": {
         "failure": "“{title}” did not finish: {reason}",
@@ -26,6 +28,8 @@ PUSHED = {
         "options": "Options: {options}",
         "default": "If you don't answer, I'll go with {default}.",
         "chat_note": "[Background task “{title}” finished; its result was delivered to the user] {text}",
+        "budget": "“{title}” has used about ${spent}. Give it $1 more to continue?",
+        "budget_options": "Reply “continue” to add $1, an amount (“add $3”) to add that much, or “stop”.",
     },
 }
 

@@ -27,12 +27,14 @@ from core.agent.tool_api import ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.clock import Clock
+from core.cost.meter import CostMeter, RunCost
 from core.events import RunStepAdded, TaskChanged
 from core.ids import new_id
 from core.store import bots as bot_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
 from core.store import tasks as task_rows
+from core.store.amounts import add_amounts
 from core.store.database import Database
 from core.store.runs import RunOutcome, RunRecord
 from core.store.tasks import TaskRecord
@@ -50,7 +52,9 @@ log = logging.getLogger(__name__)
 
 TASK_RETRY = RetryPolicy(delays_s=(15.0, 30.0, 60.0))  # P3 §11
 SETTLE_LIMIT_S = 30 * 60.0
+RUN_CAP_S = 4 * 3600.0  # P3 §8: running time per task run, time waiting on a person excluded
 NO_RESULT = "没有给出结果"
+OVER_TIME = "运行超过 4 小时,已停下"
 STOPPED_REFUSAL = "This task was stopped by the user. Do nothing more."
 TASK_PREFIX = "task-"
 
@@ -73,6 +77,30 @@ class _Active:
     settle_timer: asyncio.Task[None] | None = None
     checking: bool = False
     stopping: bool = False  # a person stopped it: its cancelled turn must not be nudged or settled
+    # Cost (P3 §8): what the task had spent before this run, its budget, and this run's total so far.
+    base_url: str = ""
+    spent_before: float = 0.0
+    budget_usd: float = 0.0
+    cost: RunCost = field(default_factory=RunCost)
+    over_budget: bool = False
+    # The time cap: running time counts from the start, minus the time spent waiting on a person.
+    started_at: float = 0.0
+    waiting_since: float | None = None
+    waited_s: float = 0.0
+    cap_timer: asyncio.Task[None] | None = None
+
+    def running_s(self, now: float) -> float:
+        waiting = now - self.waiting_since if self.waiting_since is not None else 0.0
+        return now - self.started_at - self.waited_s - waiting
+
+
+def over_budget(spent_usd: float, budget_usd: float) -> bool:
+    """Whether a task's spend has reached its budget; a cent's rounding never makes a run stop early."""
+    return spent_usd > 0 and spent_usd >= budget_usd - 1e-9
+
+
+def _minus(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    return {k: v - b.get(k, 0.0) for k, v in a.items()}
 
 
 def task_session_id(task_id: str) -> str:
@@ -92,6 +120,9 @@ class TaskRunner:
         on_finished: Finished,
         retry: RetryPolicy = TASK_RETRY,
         settle_limit_s: float = SETTLE_LIMIT_S,
+        meter: CostMeter | None = None,
+        run_cap_s: float = RUN_CAP_S,
+        on_cost: Callable[[str, float], None] = lambda _bot, _usd: None,
     ) -> None:
         self._db = db
         self._bus = bus
@@ -102,6 +133,9 @@ class TaskRunner:
         self._on_finished = on_finished
         self._retry = retry
         self._settle_limit_s = settle_limit_s
+        self._meter = meter or CostMeter(clock)
+        self._run_cap_s = run_cap_s
+        self._on_cost = on_cost
         self._runtime: AgentRuntime | None = None
         self._active: dict[str, _Active] = {}  # by run id
         self._by_session: dict[str, str] = {}  # session id -> run id
@@ -128,8 +162,9 @@ class TaskRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop
         for active in self._active.values():
-            if active.settle_timer is not None:
-                active.settle_timer.cancel()
+            for timer in (active.settle_timer, active.cap_timer):
+                if timer is not None:
+                    timer.cancel()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -148,6 +183,12 @@ class TaskRunner:
         """A rule run ended: its slot is free for the next queued run."""
         self._slots.release(run_id)
         self.poke()
+
+    def set_budget(self, task_id: str, budget_usd: float) -> None:
+        """A person changed the task's budget: a working run counts against the new one from now on."""
+        for active in self._active.values():
+            if active.task_id == task_id:
+                active.budget_usd = budget_usd
 
     def active_run(self, task_id: str) -> str | None:
         return next((a.run_id for a in self._active.values() if a.task_id == task_id), None)
@@ -244,13 +285,29 @@ class TaskRunner:
                 lambda s: run_rows.end_run(s, run_id, outcome="stopped", now=self._clock.time())
             )
             return
+        if over_budget(task.spent_usd, task.budget_usd):
+            # Still over its budget (a person wrote while the budget question waits): the input is kept
+            # untaken and the question is asked again (P3 §8).
+            await self._end(run_id, "budget")
+            return
         session = await self._open_session(task)
         session.refuse_tools("")
-        active = _Active(run_id, task.id, task.bot_id, session, nudged=bool(run.nudged))
+        now = self._clock.time()
+        active = _Active(
+            run_id,
+            task.id,
+            task.bot_id,
+            session,
+            nudged=bool(run.nudged),
+            base_url=session.spec.model.base_url,
+            spent_before=task.spent_usd,
+            budget_usd=task.budget_usd,
+            started_at=now,
+        )
         self._active[run_id] = active
         self._by_session[session.session_id] = run_id
-        now = self._clock.time()
         await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "running", now=now))
+        active.cap_timer = asyncio.get_running_loop().create_task(self._time_cap(run_id))
         self._publish(task.id)
         await self._hand_over_inputs(active)
         if session.status == "idle":
@@ -309,6 +366,7 @@ class TaskRunner:
         if isinstance(event, ev.AssistantMessage):
             active.tokens_in += event.usage.input_tokens
             active.tokens_out += event.usage.output_tokens
+            self._count_cost(active, event)
         if active.activity.feed(event):
             self._bus.publish(RunStepAdded(active.task_id, active.run_id))
         if isinstance(event, ev.TurnEnded):
@@ -321,6 +379,40 @@ class TaskRunner:
         ):
             self._spawn(self._check_settled(active.run_id))
 
+    def _count_cost(self, active: _Active, event: ev.AssistantMessage) -> None:
+        """Add the response's estimated cost; at the task's budget the turn is cancelled (P3 §8). A response
+        that was in flight when the run stopped still counts."""
+        cost = self._meter.price(event.model, active.base_url, event.usage)
+        active.cost.add(cost)
+        if cost is not None and cost.currency == "USD":
+            self._on_cost(active.bot_id, float(cost.amount))
+        spent = active.spent_before + active.cost.usd
+        if not active.over_budget and not active.stopping and over_budget(spent, active.budget_usd):
+            active.over_budget = True
+            self._spawn(self._stop_at(active.run_id, "budget"))
+
+    async def _stop_at(self, run_id: str, outcome: RunOutcome, error: str = "") -> None:
+        """Stop a run at a limit (budget or time): cancel its turn and jobs, keep its session usable."""
+        active = self._active.get(run_id)
+        if active is None or active.stopping:
+            return
+        active.stopping = True
+        await active.session.cancel(drop_queued=True)
+        if self._runtime is not None:
+            await self._runtime.jobs.kill_session(active.session.session_id)
+        await self._end(run_id, outcome, error=error)
+
+    async def _time_cap(self, run_id: str) -> None:
+        """Fail the run once it has run for the cap; time waiting on a person does not count."""
+        while (active := self._active.get(run_id)) is not None:
+            left = self._run_cap_s - active.running_s(self._clock.time())
+            if left <= 0 and active.waiting_since is None:
+                active.cap_timer = None  # it is this task: _end must not cancel it
+                await self._stop_at(run_id, "failed", OVER_TIME)
+                return
+            # While it waits on a person nothing counts: look again in a minute.
+            await self._clock.sleep(60.0 if active.waiting_since is not None else max(left, 1.0))
+
     async def _mark_taken(self, input_id: str) -> None:
         now = self._clock.time()
 
@@ -330,13 +422,39 @@ class TaskRunner:
         await self._db.write(mark)
 
     async def _save_activity(self, active: _Active) -> None:
+        """The run's steps, tokens and cost so far, and the task's total (one run per task at a time, so
+        the task's total is what it had before this run plus this run's)."""
         steps = active.activity.to_json()
         tokens = (active.tokens_in, active.tokens_out)
-        await self._db.write(
-            lambda s: run_rows.update_run(
-                s, active.run_id, activity=steps, tokens_in=tokens[0], tokens_out=tokens[1]
+        cost = RunCost(active.cost.usd, dict(active.cost.other), active.cost.unpriced_calls)
+        now = self._clock.time()
+
+        def save(s: Session) -> None:
+            before = run_rows.get_run(s, active.run_id)
+            run_rows.update_run(
+                s,
+                active.run_id,
+                activity=steps,
+                tokens_in=tokens[0],
+                tokens_out=tokens[1],
+                cost_usd=cost.usd,
+                cost_other=cost.other,
+                unpriced_calls=cost.unpriced_calls,
             )
-        )
+            task = task_rows.get_task(s, active.task_id)
+            if task is None or before is None:
+                return
+            task_rows.update_task(
+                s,
+                task.id,
+                now=now,
+                spent_usd=task.spent_usd + cost.usd - before.cost_usd,
+                spent_other=_minus(add_amounts(task.spent_other, cost.other), before.cost_other),
+                unpriced_calls=task.unpriced_calls + cost.unpriced_calls - before.unpriced_calls,
+                last_used_at=now,
+            )
+
+        await self._db.write(save)
 
     def _jobs_running(self, session_id: str) -> int:
         assert self._runtime is not None
@@ -429,6 +547,12 @@ class TaskRunner:
         active = self._active.get(run_id) if run_id else None
         if active is None or run_id is None:
             return
+        now = self._clock.time()
+        if waiting and active.waiting_since is None:
+            active.waiting_since = now
+        elif not waiting and active.waiting_since is not None:
+            active.waited_s += now - active.waiting_since
+            active.waiting_since = None
         if waiting:
             self._slots.release(run_id)
             self.poke()
@@ -455,8 +579,9 @@ class TaskRunner:
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report else None
         if active is not None:
             self._by_session.pop(active.session.session_id, None)
-            if active.settle_timer is not None:
-                active.settle_timer.cancel()
+            for timer in (active.settle_timer, active.cap_timer):
+                if timer is not None:
+                    timer.cancel()
             await self._save_activity(active)
             await self._release_session(active.session.session_id)
 
@@ -473,6 +598,8 @@ class TaskRunner:
                 withdraw_open_questions(s, task.id, now)
             if task is not None and outcome == "done":
                 task_rows.update_task(s, task.id, now=now, ended_at=now, end_reason="done")
+            if task is not None:
+                task_rows.update_task(s, task.id, now=now, last_used_at=now)
             return run_rows.get_run(s, run_id), task_rows.get_task(s, run.task_id)
 
         run, task = await self._db.write(end)

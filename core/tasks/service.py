@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import secrets
 import shutil
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ from core.bus import EventBus
 from core.chat.destination import conversation_for
 from core.chat.views import TaskChip
 from core.clock import Clock
+from core.cost.budget_answer import parse_budget_answer
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError
 from core.events import MessagesChanged, TaskChanged
@@ -47,6 +49,7 @@ from core.tasks.recovery import LiveRun, PendingInput, TaskFacts, plan_recovery
 from core.tasks.report import Report, validate_report
 from core.tasks.runner import SETTLE_LIMIT_S, TASK_PREFIX, TASK_RETRY, TaskRunner, task_session_id
 from core.tasks.slots import SlotPolicy, Slots
+from core.tasks.stage import BUDGET
 from core.tasks.stage_facts import TaskState, load_state, load_states
 from core.tasks.tools import chat_task_tools, task_report_tool
 from core.tasks.views import RunView, TaskDetail, TaskView
@@ -183,6 +186,7 @@ class TaskService:
                 origin_message_id=origin,
                 origin_ref=origin_ref,
             )
+            task_rows.update_task(s, task_id, now=now, last_used_at=now)
             input_rows.insert_input(
                 s,
                 id=new_id("i"),
@@ -222,10 +226,9 @@ class TaskService:
         if not text.strip():
             raise InvalidInputError("text", "must be a non-empty string")
         task = await self._task(task_id)
-        if task.end_reason in ("stopped", "archived"):
-            raise ConflictError(
-                f"「{task.title}」 was {task.end_reason}; it cannot continue. Start a new task instead."
-            )
+        if task.end_reason in ("stopped", "archived") or task.archived_at:
+            why = "archived" if task.archived_at else task.end_reason
+            raise ConflictError(f"「{task.title}」 was {why}; it cannot continue. Start a new task instead.")
         input_id = new_id("i")
         now = self._clock.time()
         active = self.runner.active_run(task_id)
@@ -234,6 +237,8 @@ class TaskService:
             input_rows.insert_input(
                 s, id=input_id, kind=kind, text=text, now=now, task_id=task_id, from_person=True
             )
+            # Any use restarts the task's 30 idle days and takes back a folder's deletion date (P3 §11).
+            task_rows.update_task(s, task_id, now=now, last_used_at=now, cleanup_at=0.0)
             if active is not None:
                 input_rows.mark_delivered(s, input_id, run_id=active, now=now)
                 return "steered"
@@ -299,6 +304,68 @@ class TaskService:
         await self._db.write(lambda s: task_rows.delete_task(s, task_id))
         self._bus.publish(TaskChanged(task_id))
 
+    async def set_budget(
+        self, task_id: str, *, add_usd: float | None = None, budget_usd: float | None = None
+    ) -> TaskView:
+        """Raise the budget by `add_usd` or set it to `budget_usd` (exactly one; P3 §10 `/budget`). A task
+        stopped at its budget goes on with a new run. Refused, changing nothing: zero, negative, a total
+        over MAX_BUDGET_USD, or a budget at or below what is already spent."""
+        task = await self._task(task_id)
+        if (add_usd is None) == (budget_usd is None):
+            raise InvalidInputError("budget", "send exactly one of addUsd or budgetUsd")
+        field_name = "addUsd" if add_usd is not None else "budgetUsd"
+        amount = add_usd if add_usd is not None else budget_usd
+        assert amount is not None
+        if not math.isfinite(amount) or amount <= 0:
+            raise InvalidInputError(field_name, "must be more than 0")
+        new_budget = task.budget_usd + amount if add_usd is not None else amount
+        if new_budget > MAX_BUDGET_USD:
+            raise InvalidInputError(field_name, f"the budget would be ${new_budget:,.2f}; at most $1,000")
+        if new_budget <= task.spent_usd:
+            raise InvalidInputError(
+                field_name,
+                f"must be more than the ${task.spent_usd:.2f} already spent, or the task stops at once",
+            )
+        now = self._clock.time()
+        await self._db.write(
+            lambda s: task_rows.update_task(
+                s, task_id, now=now, budget_usd=new_budget, last_used_at=now, cleanup_at=0.0
+            )
+        )
+        self.runner.set_budget(task_id, new_budget)
+        if (await self.view(task_id)).stage == BUDGET.key:
+            note = f"[The user raised this task's budget to ${new_budget:.2f}] Continue where you left off."
+            await self.follow_up(task_id, note, cause="continue", kind="followup")
+        self._bus.publish(TaskChanged(task_id))
+        return await self.view(task_id)
+
+    async def answer_budget(self, task_id: str, answer: str) -> str:
+        """The budget question's answer (needs-you or the API): 'added', 'stopped'. See budget_answer."""
+        view = await self.view(task_id)
+        if view.stage != BUDGET.key:
+            raise ConflictError(f"「{view.title}」 is not waiting at its budget.")
+        parsed = parse_budget_answer(answer)
+        if parsed.action == "stop":
+            await self.stop_task(task_id)
+            return "stopped"
+        await self.set_budget(task_id, add_usd=parsed.add_usd)
+        if parsed.words:
+            await self.follow_up(task_id, parsed.words)
+        return "added"
+
+    async def keep(self, task_id: str) -> TaskDetail:
+        """保留 (P3 §11): the task counts as used now, so its folder's deletion date goes and the 30 idle
+        days start again. An archived task comes back."""
+        await self._task(task_id)
+        now = self._clock.time()
+        await self._db.write(
+            lambda s: task_rows.update_task(
+                s, task_id, now=now, last_used_at=now, cleanup_at=0.0, archived_at=0.0
+            )
+        )
+        self._bus.publish(TaskChanged(task_id))
+        return await self.detail(task_id)
+
     # ---- reads --------------------------------------------------------------------------------------
 
     async def _task(self, task_id: str) -> TaskRecord:
@@ -324,7 +391,7 @@ class TaskService:
         if bot_id:
             await self._bots.get(bot_id)
         tasks = await self._db.read(lambda s: task_rows.list_tasks(s, bot_id=bot_id))
-        shown = [t for t in tasks if t.end_reason != "archived"]
+        shown = [t for t in tasks if not t.archived_at and t.end_reason != "archived"]
         active = {t.id for t in shown if self.runner.active_run(t.id) is not None}
         # One trip to the database thread for every task's state: the list is re-read on each change.
         states = await self._db.read(lambda s: load_states(s, shown, active=active))
@@ -605,6 +672,10 @@ class TaskService:
         elif run.outcome == "failed":
             reason = run.error or (report.message if report else "") or "unknown error"
             await self._push(task, run, "failure", pushed(lang, "failure", title=task.title, reason=reason))
+        elif run.outcome == "budget":
+            # The budget question (P3 §8): pushed like any question; answered in needs-you or here.
+            line = pushed(lang, "budget", title=task.title, spent=f"{task.spent_usd:.2f}")
+            await self._push(task, run, "question", f"{line}\n{pushed(lang, 'budget_options')}")
         self._bus.publish(TaskChanged(task.id))
 
     async def _push(self, task: TaskRecord, run: RunRecord, purpose: DeliveryPurpose, text: str) -> None:

@@ -89,6 +89,7 @@ class Reply:
     chunk_delay_s: float = 0.0
     # None estimates (prompt, completion) tokens from the sizes, so cost code always sees numbers.
     usage: tuple[int, int] | None = None
+    cached_tokens: int = 0  # reported as prompt_tokens_details.cached_tokens when set
     finish_reason: str = "stop"
     status: int = 200
     message: str = ""
@@ -491,7 +492,11 @@ class _Completion:
                 len(c.name) + len(c.arguments_json()) for c in self.reply.calls
             )
             prompt, completion = max(1, messages_size // 4), max(1, output_size // 4)
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        found: JsonDict = {"prompt_tokens": prompt, "completion_tokens": completion}
+        found["total_tokens"] = prompt + completion
+        if self.reply.cached_tokens:
+            found["prompt_tokens_details"] = {"cached_tokens": self.reply.cached_tokens}
+        return found
 
     def full_response(self) -> JsonDict:
         message: JsonDict = {"role": "assistant", "content": self.reply.content, "refusal": None}

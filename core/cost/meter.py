@@ -1,0 +1,65 @@
+"""What background runs cost as they go (P3 §8 "What counts"): every model response in a task or rule
+session, priced by the model that answered at the time it answered.
+
+The runners feed each `AssistantMessage` to a `RunCost` through `CostMeter.price`; budgets compare only
+the USD part, because currencies are never added together and a model with no known price is never
+estimated (its budgets never trigger; the time caps still do)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from core.agent import events as ev
+from core.clock import Clock
+from core.cost.prices import Cost, PriceOverride, Usage, price
+
+log = logging.getLogger(__name__)
+
+Overrides = Callable[[], Mapping[str, PriceOverride]]
+
+
+@dataclass
+class RunCost:
+    """The running total of one run (mutable: it grows with each response)."""
+
+    usd: float = 0.0
+    other: dict[str, float] = field(default_factory=dict)  # currency -> amount
+    unpriced_calls: int = 0
+
+    def add(self, cost: Cost | None) -> None:
+        if cost is None:
+            self.unpriced_calls += 1
+        elif cost.currency == "USD":
+            self.usd += float(cost.amount)
+        else:
+            self.other[cost.currency] = self.other.get(cost.currency, 0.0) + float(cost.amount)
+
+
+class CostMeter:
+    def __init__(self, clock: Clock, overrides: Overrides = dict) -> None:
+        self._clock = clock
+        self._overrides = overrides
+
+    def price(self, model: str, base_url: str, usage: ev.Usage) -> Cost | None:
+        """The estimated cost of one response; None when the model has no known price."""
+        try:
+            tokens = Usage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=min(usage.cache_read_tokens, usage.input_tokens),
+            )
+            at = datetime.fromtimestamp(self._clock.time(), UTC)
+            return price(model, base_url, tokens, at, self._overrides())
+        except (ValueError, ArithmeticError):
+            # A provider's odd usage numbers must never break a run; the call counts as unpriced.
+            log.warning("could not price a response of %s (%s)", model, usage)
+            return None
+
+    @staticmethod
+    def warm_up() -> None:
+        """Load the price catalogue and its first lookup (~150 + 30 ms) so the first response of a run
+        doesn't stall the loop. Called in a thread at start."""
+        price("gpt-4o", "https://api.openai.com/v1", Usage(1, 1), datetime.now(UTC), {})
