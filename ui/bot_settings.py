@@ -4,7 +4,7 @@ labels above, state as a dot plus text):
     机器人      名称 · 头像
     模型        服务 · 接口地址 · 模型 · API 密钥 · [测试连接] ● 连接正常 · 120 毫秒
     权限        只读 / 工作区可写 / 完全, each with one line of what it means
-    后台工作    同时进行 · 安静时段 · 暂停后台工作
+    后台工作    同时进行 · 安静时段 · 暂停后台工作 · 预算保护 (read only, when the reserve has a line)
 
 Save sends only what changed, through `BotFacade.update`, which checks every field before it writes
 anything: a refused field is said under that field and the dialog stays open with everything typed; a
@@ -107,7 +107,11 @@ class BotSettingsDialog(QDialog):
 
     saved = Signal(object)
 
-    def __init__(self, bots: BotFacade, bot_id: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, bots: BotFacade, bot_id: str, parent: QWidget | None = None, *, reserve_line: str = ""
+    ) -> None:
+        """`reserve_line` is the chat reserve's sentence for this bot (`ReserveWatcher.line`); its row is
+        shown only when there is one."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("settings.bot.title"))
@@ -119,6 +123,7 @@ class BotSettingsDialog(QDialog):
         self._presets: list[ModelPreset] = []
         self._key_cleared = False
         self._calls = AsyncCalls()
+        self._reserve_line = reserve_line.strip()
 
         scroll = QScrollArea(self)
         scroll.setObjectName("settingsScroll")
@@ -303,7 +308,38 @@ class BotSettingsDialog(QDialog):
         )
         for key in ("taskSlots", "quietHours", "paused"):
             section.add(self.rows[key])
+        self._background_section = section
+        self.reserve_label: WrappedLabel | None = None
+        self._reserve_separator: QWidget | None = None
+        self.set_reserve_line(self._reserve_line)
         return section
+
+    def set_reserve_line(self, text: str) -> None:
+        """Show the chat reserve's sentence (「OpenRouter 限额 $10.00,剩余 $8.20」) in a read-only row at the
+        end of 后台工作; an empty one hides the row."""
+        text = text.strip()
+        self._reserve_line = text
+        row = self.rows.get("reserve")
+        if row is None:
+            if not text:
+                return
+            section = self._background_section
+            self.reserve_label = WrappedLabel(text, section)
+            self.reserve_label.setObjectName("reserveLine")
+            self.reserve_label.setTextFormat(Qt.TextFormat.PlainText)
+            self.reserve_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            row = FieldRow(t("settings.reserve"), self.reserve_label, t("settings.reserve.hint"), section)
+            self.rows["reserve"] = row
+            section.add(row)
+            well = section.well.layout()
+            index = well.indexOf(row) if well is not None else -1
+            before = well.itemAt(index - 1) if well is not None and index > 0 else None
+            self._reserve_separator = before.widget() if before is not None else None
+        elif self.reserve_label is not None:
+            self.reserve_label.setText(text)
+        row.setVisible(bool(text))
+        if self._reserve_separator is not None:
+            self._reserve_separator.setVisible(bool(text))
 
     # -- loading ---------------------------------------------------------------------------------------
 
