@@ -15,6 +15,7 @@ from ui.app_settings import AppSettingsDialog
 from ui.async_calls import AsyncCalls
 from ui.bot_settings import BotSettingsDialog
 from ui.first_run import FirstRunCard
+from ui.i18n import language
 from ui.main_window import MainWindow
 from ui.new_task_dialog import NewTaskDialog
 
@@ -50,7 +51,8 @@ class WindowActions:
 
     def open_bot_settings(self, bot_id: str) -> None:
         if not self._raise_open():
-            dialog = BotSettingsDialog(self._host.bots, bot_id, self._window)
+            reserve = self._host.reserve.line(bot_id, language())
+            dialog = BotSettingsDialog(self._host.bots, bot_id, self._window, reserve_line=reserve)
             self._show(dialog)
             self._calls.start(dialog.load())
 
@@ -61,6 +63,7 @@ class WindowActions:
                 lambda enabled: set_start_at_login(enabled, launch_command()),
                 self._app,
                 self._window,
+                prices=self._host.prices,
             )
             self._show(dialog)
             self._calls.start(dialog.load())

@@ -26,7 +26,11 @@ from core.bots.service import BotService
 from core.bus import EventBus
 from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
+from core.cost.meter import CostMeter
+from core.cost.price_book import PriceBook
+from core.cost.reserve import BotBalanceSource, ReserveWatcher
 from core.delivery.outbox import Outbox
+from core.events import BotsChanged
 from core.preferences_service import PreferencesService
 from core.rules.chat_tools import rule_create_tool
 from core.rules.events import RuleEvents
@@ -36,6 +40,7 @@ from core.rules.service import RuleService
 from core.rules.timeline import StoredTimeline
 from core.store.database import Database
 from core.tasks.prompts import CHAT_RULE_RULES, CHAT_TASK_RULES
+from core.tasks.retention_sweeper import RetentionSweeper
 from core.tasks.runner import TASK_RETRY
 from core.tasks.service import TaskService
 from core.tasks.slots import SlotPolicy
@@ -68,6 +73,11 @@ class Host:
         self.db = Database(database_url) if database_url else Database.for_data_dir(data_dir)
         self.bots = BotService(self.db, self.bus, self.clock, data_dir, secrets, model_override)
         self.outbox = Outbox(self.db, self.bus, self.clock)
+        # Cost controls (P3 §8): the user's price overrides, the meter both runners price responses with,
+        # and the watcher that keeps what is left of a provider balance for chat.
+        self.prices = PriceBook(self.db, self.clock, self.bus)
+        meter = CostMeter(self.clock, self.prices.overrides)
+        self.reserve = ReserveWatcher(self.clock, bots=self._balance_sources)
         self.tasks = TaskService(
             self.db,
             self.bus,
@@ -77,6 +87,9 @@ class Host:
             policy=slot_policy,
             retry=task_retry or TASK_RETRY,
             current_turn=lambda cid: live.turn_id if (live := self.chat.live_reply(cid)) else None,
+            meter=meter,
+            on_cost=self.reserve.record_spend,
+            reserve_low=self.reserve.is_low,
         )
         self.rules = RuleService(self.db, self.bus, self.clock, self.bots)
         # Rule runs share the task runner's background slots, so the per-bot and overall caps hold for both.
@@ -89,6 +102,9 @@ class Host:
             self.rules,
             self.tasks.runner,
             retry=task_retry or TASK_RETRY,
+            meter=meter,
+            on_cost=self.reserve.record_spend,
+            reserve_low=self.reserve.is_low,
         )
         self.scheduler = Scheduler(
             StoredTimeline(self.db, self.bus, self.clock, self.rules, self.rule_runner), self.clock
@@ -120,7 +136,22 @@ class Host:
         self.approvals.on_rule_expired = self.rule_runner.approval_expired
         self.rule_events = RuleEvents(self.rules, self.rule_runner)
         self.attention = AttentionService(
-            self.tasks, self.approvals, self.outbox, self.chat, self.clock, rules=self.rules
+            self.tasks,
+            self.approvals,
+            self.outbox,
+            self.chat,
+            self.clock,
+            rules=self.rules,
+            reserve=self.reserve,
+        )
+        self.reserve.on_change(self._reserve_changed)
+        # Retention (P3 §11 "Disk growth"): archive idle tasks, prune old run logs, clean up idle folders.
+        self.retention = RetentionSweeper(
+            self.db,
+            self.clock,
+            self.bus,
+            delete_session=self._delete_session_files,
+            session_open=lambda sid: self._runtime is not None and self._runtime.get(sid) is not None,
         )
         self.bots.activity_reader = BotActivityReader(self.tasks, self.attention, self.chat, self.bots).read
         self.preferences = PreferencesService(self.db, self.clock)
@@ -129,9 +160,11 @@ class Host:
         self._web_transport = web_transport
         self._runtime: AgentRuntime | None = None
         self.started = asyncio.Event()
+        self._background: set[asyncio.Task[None]] = set()
         # Called by `resync()` after the outbox looked again: the scheduler recomputes, channels reconnect.
         self._resync_listeners: list[Callable[[str], Awaitable[None]]] = []
         self.on_resync(self.scheduler.recompute)
+        self.on_resync(self._resync_background)
         # Said plainly to the user (health, doctor) and to the model: whether shell commands are sandboxed.
         self.sandbox_note = ""
 
@@ -149,9 +182,11 @@ class Host:
         for sub in ("sessions", "logs", "bots"):
             await asyncio.to_thread((self.data_dir / sub).mkdir, parents=True, exist_ok=True)
         await self.db.open()
+        await self.prices.load()
         # pydantic-ai takes ~0.8 s to import; a worker thread keeps the UI loop free meanwhile.
         runtime_module = await asyncio.to_thread(importlib.import_module, "core.agent.runtime")
         await asyncio.to_thread(warm_up)  # the TLS context model clients share: ~70 ms, kept off the loop
+        await asyncio.to_thread(CostMeter.warm_up)  # the price catalogue: ~180 ms, kept off the loop too
         self._runtime = runtime_module.AgentRuntime(
             sessions_dir=self.data_dir / "sessions",
             clock=self.clock,
@@ -170,6 +205,8 @@ class Host:
         await self.tasks.start(self.runtime)
         await self.rule_runner.start(self.runtime)
         await self.scheduler.start()
+        self.reserve.start()
+        self.retention.start()
         self.started.set()
         log.info("host started on %s", self.data_dir)
 
@@ -179,6 +216,34 @@ class Host:
             return
         self.tasks.runner.poke()
         await self.outbox.flush()
+
+    async def _balance_sources(self) -> list[BotBalanceSource]:
+        sources = []
+        for bot in await self.bots.list():
+            model = await self.bots.model_config(bot.id)
+            sources.append(BotBalanceSource(bot.id, model.base_url, model.api_key))
+        return sources
+
+    def _reserve_changed(self, bot_id: str) -> None:
+        """A bot's balance crossed its reserve: its task runs park or go on, needs-you shows it or not."""
+        if not self.started.is_set():
+            return
+        task = asyncio.get_running_loop().create_task(self.tasks.runner.reserve_changed(bot_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        self.bus.publish(BotsChanged())
+
+    async def _delete_session_files(self, session_id: str) -> bool:
+        """Retention removes a cleaned-up task's session history; not while the session is open."""
+        if self._runtime is None or self._runtime.get(session_id) is not None:
+            return False
+        await self._runtime.delete_history(session_id)
+        return True
+
+    async def _resync_background(self, reason: str) -> None:
+        """After a sleep or a clock change, retention looks again and balances are read again."""
+        self.retention.poke()
+        await self.reserve.refresh()
 
     def on_resync(self, listener: Callable[[str], Awaitable[None]]) -> None:
         """Run `listener(reason)` on every resync (after sleep, a clock change, or at start)."""
@@ -201,6 +266,11 @@ class Host:
     async def stop(self) -> None:
         """Finish writes, stop sessions and jobs, close the database. Safe to call twice."""
         await self.scheduler.stop()
+        await self.retention.stop()
+        await self.reserve.stop()
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         await self.outbox.close()
         if self._runtime is not None:
             await self.rule_runner.stop()

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from core.api.bot_settings import bot_update_from_json, connection_request_from_json
+from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
 from core.api.validation import json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
@@ -104,7 +106,12 @@ class ApiServer:
         r.add_post("/api/tasks/{id}/stop", self.stop_task)
         r.add_post("/api/tasks/{id}/continue", self.continue_task)
         r.add_delete("/api/tasks/{id}", self.delete_task)
+        r.add_post("/api/tasks/{id}/budget", self.task_budget)
+        r.add_post("/api/tasks/{id}/keep", self.keep_task)
+        r.add_get("/api/tasks/{id}/export", self.export_task)
+        r.add_get("/api/rules/{id}/export", self.export_rule)
         add_rule_routes(r, self._host)
+        add_price_routes(r, self._host.prices)
         r.add_get("/api/attention", self.list_attention)
         r.add_post("/api/attention/{id}/{action}", self.attention_action)
         return app
@@ -334,6 +341,32 @@ class ApiServer:
         await self._host.tasks.delete_task(request.match_info["id"])
         return web.json_response({"deleted": request.match_info["id"]})
 
+    async def task_budget(self, request: web.Request) -> web.Response:
+        """`{addUsd}` or `{budgetUsd}` (P3 §10): raises the budget; a task stopped at it goes on."""
+        body = await json_object(request)
+        unknown = sorted(set(body) - {"addUsd", "budgetUsd"})
+        if unknown:
+            raise InvalidInputError(unknown[0], "unknown field; send addUsd or budgetUsd")
+        amounts = {name: _usd(body, name) for name in ("addUsd", "budgetUsd") if name in body}
+        task = await self._host.tasks.set_budget(
+            request.match_info["id"], add_usd=amounts.get("addUsd"), budget_usd=amounts.get("budgetUsd")
+        )
+        return web.json_response(task.to_json())
+
+    async def keep_task(self, request: web.Request) -> web.Response:
+        detail = await self._host.tasks.keep(request.match_info["id"])
+        return web.json_response(detail.to_json())
+
+    async def export_task(self, request: web.Request) -> web.Response:
+        task_id = request.match_info["id"]
+        text = await self._host.tasks.export_markdown(task_id, _lang(request))
+        return _markdown(text, f"task-{task_id}.md")
+
+    async def export_rule(self, request: web.Request) -> web.Response:
+        rule_id = request.match_info["id"]
+        text = await self._host.rules.export_markdown(rule_id, _lang(request))
+        return _markdown(text, f"rule-{rule_id}.md")
+
     # ---- needs you (P3 §10) -------------------------------------------------------------------------
 
     async def list_attention(self, request: web.Request) -> web.Response:
@@ -344,6 +377,22 @@ class ApiServer:
         body: dict[str, Any] = await json_object(request) if await request.read() else {}
         result = await self._host.attention.act(request.match_info["id"], request.match_info["action"], body)
         return web.json_response(result)
+
+
+def _usd(body: dict[str, Any], name: str) -> float:
+    value = body[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInputError(name, "must be a number of US dollars, e.g. 1 or 2.5")
+    return float(value)
+
+
+def _markdown(text: str, filename: str) -> web.Response:
+    return web.Response(
+        text=text,
+        content_type="text/markdown",
+        charset="utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
 
 
 def _lang(request: web.Request) -> str:

@@ -27,6 +27,7 @@ AttentionKind = Literal[
     "stuck_turn",
     "channel_login",
     "observe_ready",
+    "reserve_low",
 ]
 KINDS: tuple[AttentionKind, ...] = (
     "question",
@@ -39,6 +40,7 @@ KINDS: tuple[AttentionKind, ...] = (
     "stuck_turn",
     "channel_login",
     "observe_ready",
+    "reserve_low",
 )
 Severity = Literal["info", "warn", "error"]  # the row's dot: grey, amber, red
 SEVERITIES: tuple[Severity, ...] = ("info", "warn", "error")
@@ -60,6 +62,7 @@ ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingPr
         "stuck_turn": ("open", "dismiss"),
         "channel_login": ("open",),
         "observe_ready": ("answer",),  # 改为执行 or 继续观察
+        "reserve_low": ("open",),  # the bot's settings, where the balance and its limit are shown
     }
 )
 # Only warnings that nobody must act on can be put away by hand. What still asks (P3 §15 point 4: a
@@ -68,7 +71,8 @@ ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingPr
 DISMISSABLE_KINDS: frozenset[AttentionKind] = frozenset({"rule_failing", "stuck_turn"})
 # Kinds that never notify or push. observe_ready is never pushed (P3 §6 calm defaults); a rule that
 # failed twice but still runs is not a "failure that needs them" until it pauses (P3 §6 push table).
-NEVER_PUSHED: frozenset[AttentionKind] = frozenset({"observe_ready", "rule_failing"})
+# The chat reserve is not pushed either (P3 §8): it only says why background work waits.
+NEVER_PUSHED: frozenset[AttentionKind] = frozenset({"observe_ready", "rule_failing", "reserve_low"})
 SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
     {
         "question": "warn",
@@ -81,6 +85,7 @@ SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
         "stuck_turn": "warn",
         "channel_login": "error",
         "observe_ready": "info",
+        "reserve_low": "warn",
     }
 )
 # P3 §6 mock-up order: questions and approvals (time-sensitive), failures, deliveries, the system
@@ -96,6 +101,7 @@ GROUP_BY_KIND: Mapping[AttentionKind, int] = MappingProxyType(
         "channel_login": 3,
         "stuck_turn": 3,
         "task_budget": 3,
+        "reserve_low": 3,
         "observe_ready": 4,
     }
 )
@@ -245,6 +251,7 @@ TEXT: Mapping[Lang, Mapping[str, str]] = MappingProxyType(
                 "stuck_turn_line": "已经 {minutes} 分钟没有进展",
                 "channel_login": "{channel}登录已过期",
                 "rule_label": "规则「{title}」",
+                "reserve_low": "余额不多了,后台工作已停下,留给聊天",
             }
         ),
         "en": MappingProxyType(
@@ -278,6 +285,7 @@ TEXT: Mapping[Lang, Mapping[str, str]] = MappingProxyType(
                 "stuck_turn_line": "No progress for {minutes} minutes",
                 "channel_login": "{channel} login expired",
                 "rule_label": "Rule “{title}”",
+                "reserve_low": "Balance is low: background work has stopped to keep it for chat",
             }
         ),
     }
@@ -534,6 +542,13 @@ def budget_item(
         task_id=task_id,
         conversation_id=conversation_id,
         options=(_text(lang, "continue"), _text(lang, "stop")),
+    )
+
+
+def reserve_item(bot_id: str, line: str, since: float, *, lang: str = "zh") -> AttentionItem:
+    """A bot whose provider balance fell below its reserve: background work waits (never pushed)."""
+    return _item(
+        "reserve_low", bot_id, bot_id=bot_id, subject=_text(lang, "reserve_low"), line=line, since=since
     )
 
 

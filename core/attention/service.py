@@ -22,6 +22,7 @@ from core.attention.items import (
     observe_ready_item,
     ordered,
     question_item,
+    reserve_item,
     rule_label,
     rule_paused_item,
     split_item_id,
@@ -31,6 +32,7 @@ from core.attention.items import (
 from core.attention.routing import AnswerError
 from core.chat.service import ChatService
 from core.clock import Clock
+from core.cost.reserve import ReserveWatcher
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
 from core.rules.service import RuleService
@@ -50,8 +52,10 @@ class AttentionService:
         chat: ChatService,
         clock: Clock,
         rules: RuleService | None = None,
+        reserve: ReserveWatcher | None = None,
     ) -> None:
         self._tasks = tasks
+        self._reserve = reserve
         self._rules = rules
         self._approvals = approvals
         self._outbox = outbox
@@ -153,6 +157,10 @@ class AttentionService:
                         lang=lang,
                     )
                 )
+        if self._reserve is not None:
+            for bot_id in self._reserve.low_bots():
+                state = self._reserve.state(bot_id)
+                found.append(reserve_item(bot_id, self._reserve.line(bot_id, lang), state.since, lang=lang))
         stuck: dict[str, list[DeliveryRecord]] = {}
         for delivery in await self._outbox.stuck():
             stuck.setdefault(delivery.conversation_id, []).append(delivery)

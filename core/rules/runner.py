@@ -38,6 +38,7 @@ from core.agent.tool_api import SessionKind, ToolContext, ToolError, ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.clock import Clock
+from core.cost.meter import CostMeter, RunCost
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
 from core.events import RuleChanged
@@ -63,7 +64,10 @@ log = logging.getLogger(__name__)
 RULE_PREFIX = "rule-"
 PREVIOUS_REPORTS = 3
 SETTLE_LIMIT_S = 30 * 60.0
+RUN_CAP_S = 15 * 60.0  # P3 §8: a rule run's running time
 NO_RESULT = "没有给出结果"
+OVER_TIME = "运行超过 15 分钟,已停下"
+OVER_BUDGET = "这次运行超过预算 ${budget:.2f},已停下"
 INTERRUPTED = "Errand restarted"
 APPROVAL_TIMEOUT = "批准超时"
 # Observe runs change nothing (P3 §5): the writing tools are absent; the shell runs under `read-only` in
@@ -99,6 +103,10 @@ class _Active:
     settle_timer: asyncio.Task[None] | None = None
     refused: list[str] = field(default_factory=list)  # observe: approvals refused at once, in words
     approval_expired: bool = False  # act: nobody approved within the hour, so the run fails
+    base_url: str = ""
+    cost: RunCost = field(default_factory=RunCost)
+    stopping: bool = False  # stopped at a limit: its cancelled turn is not nudged or settled
+    cap_timer: asyncio.Task[None] | None = None
 
 
 class RuleReportArgs(TaskReportArgs):
@@ -132,6 +140,10 @@ class RuleRunner:
         *,
         retry: RetryPolicy = DEFAULT_RETRY,
         settle_limit_s: float = SETTLE_LIMIT_S,
+        meter: CostMeter | None = None,
+        run_cap_s: float = RUN_CAP_S,
+        on_cost: Callable[[str, float], None] = lambda _bot, _usd: None,
+        reserve_low: Callable[[str], bool] = lambda _bot: False,
     ) -> None:
         self._db = db
         self._bus = bus
@@ -142,6 +154,10 @@ class RuleRunner:
         self._lane = lane
         self._retry = retry
         self._settle_limit_s = settle_limit_s
+        self._meter = meter or CostMeter(clock)
+        self._run_cap_s = run_cap_s
+        self._on_cost = on_cost
+        self._reserve_low = reserve_low
         self._runtime: AgentRuntime | None = None
         self._active: dict[str, _Active] = {}  # by run id
         self._by_session: dict[str, str] = {}  # session id -> run id
@@ -174,8 +190,9 @@ class RuleRunner:
             self._unsubscribe()
             self._unsubscribe = None
         for active in self._active.values():
-            if active.settle_timer is not None:
-                active.settle_timer.cancel()
+            for timer in (active.settle_timer, active.cap_timer):
+                if timer is not None:
+                    timer.cancel()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -292,11 +309,15 @@ class RuleRunner:
             if rule is not None:
                 self._bus.publish(RuleChanged(rule.id))
             return
+        skip = ""
         if run.cause == "schedule" and self._waited_past_grace(run, rule):
-            # P3 §4: a scheduled firing that waited for a slot beyond its grace is skipped, not run late.
+            skip = "late"  # P3 §4: a scheduled firing that waited beyond its grace is skipped, not run late
+        elif self._reserve_low(rule.bot_id):
+            skip = "reserve"  # P3 §8: what is left of the bot's balance is kept for chat
+        if skip:
             now = self._clock.time()
             await self._db.write(
-                lambda s: run_rows.end_run(s, run_id, outcome="skipped", now=now, error="late")
+                lambda s: run_rows.end_run(s, run_id, outcome="skipped", now=now, error=skip)
             )
             self._lane.release(run_id)
             self._bus.publish(RuleChanged(rule.id))
@@ -307,11 +328,12 @@ class RuleRunner:
             log.exception("rule run %s could not open its session", run_id)
             await self._finish(run_id, rule, "failed", error=f"the run could not start: {exc}")
             return
-        active = _Active(run_id, rule, run.mode, session)
+        active = _Active(run_id, rule, run.mode, session, base_url=session.spec.model.base_url)
         self._active[run_id] = active
         self._by_session[session.session_id] = run_id
         now = self._clock.time()
         await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "running", now=now))
+        active.cap_timer = asyncio.get_running_loop().create_task(self._time_cap(run_id))
         self._bus.publish(RuleChanged(rule.id))
         session.prompt(prompts.START, input_id=f"start:{run_id}")
 
@@ -417,6 +439,7 @@ class RuleRunner:
         if isinstance(event, ev.AssistantMessage):
             active.tokens_in += event.usage.input_tokens
             active.tokens_out += event.usage.output_tokens
+            self._count_cost(active, event)
         active.activity.feed(event)
         if isinstance(event, ev.TurnEnded):
             if event.outcome == "error":
@@ -426,6 +449,33 @@ class RuleRunner:
             event, ev.JobEnded
         ):
             self._spawn(self._check_settled(active.run_id))
+
+    def _count_cost(self, active: _Active, event: ev.AssistantMessage) -> None:
+        cost = self._meter.price(event.model, active.base_url, event.usage)
+        active.cost.add(cost)
+        if cost is not None and cost.currency == "USD":
+            self._on_cost(active.rule.bot_id, float(cost.amount))
+        budget = active.rule.run_budget_usd
+        if not active.stopping and active.cost.usd > 0 and active.cost.usd >= budget - 1e-9:
+            self._spawn(self._stop_at(active.run_id, "budget", OVER_BUDGET.format(budget=budget)))
+
+    async def _stop_at(self, run_id: str, outcome: RunOutcome, error: str) -> None:
+        """Stop a run at its budget or its time cap (P3 §8): cancel the turn, kill its jobs, end it."""
+        active = self._active.get(run_id)
+        if active is None or active.stopping:
+            return
+        active.stopping = True
+        await active.session.cancel(drop_queued=True)
+        if self._runtime is not None:
+            await self._runtime.jobs.kill_session(active.session.session_id)
+        await self._end(active, outcome, error=error)
+
+    async def _time_cap(self, run_id: str) -> None:
+        await self._clock.sleep(self._run_cap_s)
+        active = self._active.get(run_id)
+        if active is not None:
+            active.cap_timer = None  # it is this task: _end must not cancel it
+            await self._stop_at(run_id, "failed", OVER_TIME)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         async def run() -> None:
@@ -442,7 +492,7 @@ class RuleRunner:
 
     async def _check_settled(self, run_id: str) -> None:
         active = self._active.get(run_id)
-        if active is None or active.checking or active.session.status != "idle":
+        if active is None or active.checking or active.stopping or active.session.status != "idle":
             return
         assert self._runtime is not None
         active.checking = True
@@ -488,13 +538,22 @@ class RuleRunner:
         if self._active.pop(active.run_id, None) is None:
             return
         self._by_session.pop(active.session.session_id, None)
-        if active.settle_timer is not None:
-            active.settle_timer.cancel()
+        for timer in (active.settle_timer, active.cap_timer):
+            if timer is not None:
+                timer.cancel()
         steps = active.activity.to_json()
         tokens = (active.tokens_in, active.tokens_out)
+        cost = active.cost
         await self._db.write(
             lambda s: run_rows.update_run(
-                s, active.run_id, activity=steps, tokens_in=tokens[0], tokens_out=tokens[1]
+                s,
+                active.run_id,
+                activity=steps,
+                tokens_in=tokens[0],
+                tokens_out=tokens[1],
+                cost_usd=cost.usd,
+                cost_other=cost.other,
+                unpriced_calls=cost.unpriced_calls,
             )
         )
         if self._runtime is not None:
@@ -559,8 +618,20 @@ class RuleRunner:
                 run_id=run_id,
             )
         view = None
+        month = None
         with contextlib.suppress(NotFoundError):  # deleted meanwhile
             view = await self._rules.record_outcome(rule.id, outcome)
+            month = await self._rules.check_month_budget(rule.id)
+        if month is not None and month.push:
+            # Paused at its monthly budget (P3 §8): one pushed line per month and budget level.
+            await self._outbox.push(
+                delivery_id=f"{run_id}:budget",
+                bot_id=rule.bot_id,
+                conversation_id=rule.conversation_id,
+                purpose="failure",
+                text=month_budget_text(rule.title, rule.instruction, month.budget_usd),
+                run_id=run_id,
+            )
         if view is not None and view.paused_reason == "failures" and not was_paused:
             # A rule paused after failures is a failure that needs the person (P3 §6): pushed once.
             await self._outbox.push(
@@ -586,6 +657,16 @@ def paused_text(title: str, instruction: str, reason: str) -> str:
         return f"规则「{title}」连续失败 {FAILURES_TO_PAUSE} 次,已暂停:{reason or '没有给出原因'}"
     why = reason or "no reason given"
     return f"Rule “{title}” failed {FAILURES_TO_PAUSE} times in a row and is paused: {why}"
+
+
+def month_budget_text(title: str, instruction: str, budget_usd: float) -> str:
+    """The one pushed line for a rule paused at its monthly budget, in the language of the user's words."""
+    if language_of(instruction) == "zh":
+        return f"规则「{title}」本月预算约 ${budget_usd:.2f} 已用完,已暂停,下月 1 日恢复"
+    return (
+        f"Rule “{title}” used its monthly budget of about ${budget_usd:.2f} and is paused until the 1st; "
+        "raise it in Needs you"
+    )
 
 
 def _report_of(run: RunRecord) -> Report | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
@@ -23,6 +24,7 @@ from core.delivery.outbox import local_zone
 from core.errors import InvalidInputError, NotFoundError, UnavailableError, UnprocessableError
 from core.events import RuleChanged
 from core.ids import new_id
+from core.rules.month import month_key, month_start, next_month_start
 from core.rules.schedule import Schedule, iso_local, next_fire, parse_schedule, preview, words
 from core.rules.views import ObserveReady, PausedRule, RuleVersionView, RuleView, RunLogEntry, run_line
 from core.store import conversations as conv_rows
@@ -40,6 +42,17 @@ KINDS: tuple[RuleKind, ...] = ("check", "remind")
 MODES: tuple[RuleMode, ...] = ("off", "observe", "act")
 
 FAILURES_TO_PAUSE = 3
+MONTH_RAISE_USD = 3.0  # 继续 on a rule paused at its monthly budget adds this much (P3 §8)
+
+
+@dataclass(frozen=True, slots=True)
+class MonthBudget:
+    spent_usd: float
+    budget_usd: float
+    paused: bool  # this check paused the rule
+    push: bool  # and it is the one pushed line for this month and budget level
+
+
 # Good observed runs on one version before needs-you asks whether the rule should act (P3 §5).
 OBSERVED_ENOUGH = 3
 RUN_LOG_PAGE = 50
@@ -204,13 +217,75 @@ class RuleService:
             if current is None:
                 raise NotFoundError("rule", rule_id)
             changes: RuleChanges = {"paused_reason": "", "failures_in_row": 0}
+            if current.paused_reason == "budget":
+                # 继续 on a rule paused at its monthly budget raises that budget, for later months too.
+                changes = {
+                    "paused_reason": "",
+                    "month_budget_usd": current.month_budget_usd + MONTH_RAISE_USD,
+                }
             if current.trigger.get("kind") != "event":
                 changes["next_run_at"] = next_fire(self._schedule(current), now) or 0.0
-            return rule_rows.update_rule(s, rule_id, now=now, **changes)
+            rule_rows.update_rule(s, rule_id, now=now, **changes)
+            return current
 
-        await self._db.write(apply)
+        before = await self._db.write(apply)
         await self._changed(rule_id)
+        if before.paused_reason == "budget":
+            return ""  # it goes on at its next time; running it now would spend what was just raised
         return await self.run_now(rule_id)
+
+    async def check_month_budget(self, rule_id: str) -> MonthBudget:
+        """After a run: at this month's budget the rule pauses (P3 §8). `push` says whether this pause is
+        the one pushed line for this month and budget level (act-mode rules only)."""
+        now = self._clock.time()
+
+        def apply(s: Session) -> MonthBudget:
+            rule = rule_rows.get_rule(s, rule_id)
+            if rule is None:
+                raise NotFoundError("rule", rule_id)
+            spent = month_costs(s, [rule], now).get(rule_id, 0.0)
+            if spent < rule.month_budget_usd or rule.paused_reason:
+                return MonthBudget(spent, rule.month_budget_usd, paused=False, push=False)
+            level = f"{month_key(now, rule.tz)}@{rule.month_budget_usd:.2f}"
+            push = rule.mode == "act" and rule.budget_pushed != level
+            rule_rows.update_rule(s, rule_id, now=now, paused_reason="budget", budget_pushed=level)
+            return MonthBudget(spent, rule.month_budget_usd, paused=True, push=push)
+
+        found = await self._db.write(apply)
+        if found.paused:
+            await self._changed(rule_id)
+        return found
+
+    async def resume_month_budgets(self) -> list[str]:
+        """Rules paused at their monthly budget go on once their month's spend is under it again: on the
+        1st in their zone, or after the budget was raised. Returns the rules that resumed."""
+        now = self._clock.time()
+
+        def apply(s: Session) -> list[str]:
+            paused = [r for r in rule_rows.list_rules(s) if r.paused_reason == "budget"]
+            costs = month_costs(s, paused, now)
+            resumed: list[str] = []
+            for rule in paused:
+                if costs.get(rule.id, 0.0) >= rule.month_budget_usd:
+                    continue
+                changes: RuleChanges = {"paused_reason": ""}
+                if rule.trigger.get("kind") != "event":
+                    changes["next_run_at"] = next_fire(self._schedule(rule), now) or 0.0
+                rule_rows.update_rule(s, rule.id, now=now, **changes)
+                resumed.append(rule.id)
+            return resumed
+
+        resumed = await self._db.write(apply)
+        for rule_id in resumed:
+            self._bus.publish(RuleChanged(rule_id))
+        return resumed
+
+    async def next_budget_resume(self) -> float | None:
+        """When the earliest rule paused at its monthly budget resumes: the next 1st in its zone."""
+        now = self._clock.time()
+        rules = await self._db.read(rule_rows.list_rules)
+        starts = [next_month_start(now, r.tz) for r in rules if r.paused_reason == "budget"]
+        return min(starts, default=None)
 
     async def acknowledge_observe(self, rule_id: str) -> RuleView:
         """继续观察: stop asking whether to act for the rule's current version (a new version asks again)."""
@@ -304,14 +379,29 @@ class RuleService:
     # ---- reads (one rule) ---------------------------------------------------------------------------
 
     async def get(self, rule_id: str, lang: str = "zh") -> RuleView:
-        return self._view(await self._rule(rule_id), lang)
+        now = self._clock.time()
+
+        def read(s: Session) -> tuple[RuleRecord, float] | None:
+            rule = rule_rows.get_rule(s, rule_id)
+            return None if rule is None else (rule, month_costs(s, [rule], now).get(rule_id, 0.0))
+
+        found = await self._db.read(read)
+        if found is None:
+            raise NotFoundError("rule", rule_id)
+        return self._view(found[0], lang, found[1])
 
     async def list_rules(self, bot_id: str | None = None, lang: str = "zh") -> list[RuleView]:
         """Newest first; one bot's when `bot_id` is given."""
         if bot_id is not None:
             await self._bots.get(bot_id)  # an unknown bot is a 404, not an empty list
-        records = await self._db.read(lambda s: rule_rows.list_rules(s, bot_id=bot_id))
-        return [self._view(r, lang) for r in records]
+        now = self._clock.time()
+
+        def read(s: Session) -> tuple[list[RuleRecord], dict[str, float]]:
+            records = rule_rows.list_rules(s, bot_id=bot_id)
+            return records, month_costs(s, records, now)
+
+        records, costs = await self._db.read(read)
+        return [self._view(r, lang, costs.get(r.id, 0.0)) for r in records]
 
     async def versions(self, rule_id: str) -> list[RuleVersionView]:
         """Every instruction the rule has had, oldest first."""
@@ -380,7 +470,7 @@ class RuleService:
                 raise NotFoundError("rule", rule_id)
             if outcome == "done" and current.failures_in_row:
                 return rule_rows.update_rule(s, rule_id, now=now, failures_in_row=0)
-            if outcome == "failed":
+            if outcome in ("failed", "budget"):  # a run over its budget counts as a failure (P3 §8)
                 failures = current.failures_in_row + 1
                 if failures >= FAILURES_TO_PAUSE and not current.paused_reason:
                     return rule_rows.update_rule(
@@ -414,7 +504,7 @@ class RuleService:
         # Stored schedules were checked when written; `now=None` because a once rule's time may have passed.
         return parse_schedule(rule.schedule, default_tz=rule.tz)
 
-    def _view(self, rule: RuleRecord, lang: str) -> RuleView:
+    def _view(self, rule: RuleRecord, lang: str, month_cost: float = 0.0) -> RuleView:
         try:
             schedule_words = words(self._schedule(rule), lang)
         except InvalidInputError:
@@ -439,7 +529,22 @@ class RuleService:
             created_at=rule.created_at,
             updated_at=rule.updated_at,
             trigger=dict(rule.trigger),
+            month_cost_usd=month_cost,
+            month_budget_usd=rule.month_budget_usd,
+            run_budget_usd=rule.run_budget_usd,
         )
+
+
+def month_costs(s: Session, rules: list[RuleRecord], now: float) -> dict[str, float]:
+    """Each rule's estimated cost in its own current calendar month (P3 §8), in one query."""
+    if not rules:
+        return {}
+    starts = {r.id: month_start(now, r.tz) for r in rules}
+    found = run_rows.rule_costs_since(s, list(starts), min(starts.values()))
+    return {
+        rule_id: sum(cost for queued_at, cost in runs if queued_at >= starts[rule_id])
+        for rule_id, runs in found.items()
+    }
 
 
 def _title(value: str) -> str:

@@ -35,9 +35,15 @@ class StoredTimeline:
         self._runner = runner
 
     async def earliest_due(self) -> float | None:
-        return await self._db.read(rule_rows.earliest_next_run)
+        """The earliest next run, or the next 1st when a rule paused at its monthly budget resumes then."""
+        due = await self._db.read(rule_rows.earliest_next_run)
+        resume = await self._rules.next_budget_resume()
+        return min((t for t in (due, resume) if t is not None), default=None)
 
     async def due(self, now: float) -> list[DueRule]:
+        # Rules whose month has turned (or whose budget was raised) can fire again from here on.
+        await self._rules.resume_month_budgets()
+
         def read(s: Session) -> list[DueRule]:
             rules = rule_rows.due_rules(s, now=now)
             if not rules:

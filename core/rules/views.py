@@ -103,12 +103,14 @@ _SKIPPED = {
         "paused": "跳过:后台工作已暂停",
         "overlap": "跳过:上次还没跑完",
         "late": "跳过:一直没有空位",
+        "reserve": "跳过:机器人预算留给聊天",
     },
     "en": {
         "missed": "Skipped: the computer was off",
         "paused": "Skipped: background work was paused",
         "overlap": "Skipped: the previous run was still going",
         "late": "Skipped: no free slot in time",
+        "reserve": "Skipped: the bot's budget is kept for chat",
     },
 }
 _LINES = {

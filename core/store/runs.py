@@ -195,6 +195,21 @@ def count_runs_of_rule(s: Session, rule_id: str) -> int:
     return int(s.scalar(stmt) or 0)
 
 
+def rule_costs_since(
+    s: Session, rule_ids: Collection[str], since: float
+) -> dict[str, list[tuple[float, float]]]:
+    """(queued_at, cost_usd) of the priced runs of these rules queued at or after `since`, by rule: the
+    month totals are summed from these, each in its rule's own month."""
+    found: dict[str, list[tuple[float, float]]] = {}
+    for chunk in chunked(list(rule_ids)):
+        stmt = select(RunRow.rule_id, RunRow.queued_at, RunRow.cost_usd).where(
+            RunRow.rule_id.in_(chunk), RunRow.queued_at >= since, RunRow.cost_usd > 0
+        )
+        for rule_id, queued_at, cost in s.execute(stmt):
+            found.setdefault(rule_id, []).append((queued_at, cost))
+    return found
+
+
 def live_run_of_rule(s: Session, rule_id: str) -> RunRecord | None:
     """The rule's queued, running or settling run, if any (a rule never overlaps itself)."""
     if not rule_id:

@@ -55,6 +55,11 @@ SETTLE_LIMIT_S = 30 * 60.0
 RUN_CAP_S = 4 * 3600.0  # P3 §8: running time per task run, time waiting on a person excluded
 NO_RESULT = "没有给出结果"
 OVER_TIME = "运行超过 4 小时,已停下"
+RESERVE_PAUSE = "机器人余额留给聊天,暂停"
+RESUME_NOTE = (
+    "[Paused while the bot's remaining balance was kept for chat; it is available again] "
+    "Continue where you left off."
+)
 STOPPED_REFUSAL = "This task was stopped by the user. Do nothing more."
 TASK_PREFIX = "task-"
 
@@ -123,6 +128,7 @@ class TaskRunner:
         meter: CostMeter | None = None,
         run_cap_s: float = RUN_CAP_S,
         on_cost: Callable[[str, float], None] = lambda _bot, _usd: None,
+        reserve_low: Callable[[str], bool] = lambda _bot: False,
     ) -> None:
         self._db = db
         self._bus = bus
@@ -136,6 +142,7 @@ class TaskRunner:
         self._meter = meter or CostMeter(clock)
         self._run_cap_s = run_cap_s
         self._on_cost = on_cost
+        self._reserve_low = reserve_low
         self._runtime: AgentRuntime | None = None
         self._active: dict[str, _Active] = {}  # by run id
         self._by_session: dict[str, str] = {}  # session id -> run id
@@ -256,6 +263,8 @@ class TaskRunner:
             and (r.task_id or (r.rule_id and self._rule_starter is not None))
             and r.id not in self._active
             and r.bot_id not in paused
+            # Below the reserve, what is left of the bot's balance is kept for chat (P3 §8).
+            and not self._reserve_low(r.bot_id)
         ]
         rule_runs = {r.id for r in live if r.rule_id}
         for request in pick(self._slots, queued):
@@ -539,6 +548,44 @@ class TaskRunner:
             await active.session.cancel(drop_queued=True)
             await self._runtime.jobs.kill_session(active.session.session_id)
         await self._end(run_id, "stopped", notify=False)
+
+    async def reserve_changed(self, bot_id: str) -> None:
+        """The bot's balance crossed its reserve. Below it, its working task runs stop and wait, queued, with
+        a note to go on (P3 §8); above it again, they start as slots allow."""
+        if self._reserve_low(bot_id):
+            for active in [a for a in self._active.values() if a.bot_id == bot_id]:
+                await self._park(active)
+        self.poke()
+
+    async def _park(self, active: _Active) -> None:
+        if active.stopping:
+            return
+        active.stopping = True
+        await active.session.cancel(drop_queued=True)
+        if self._runtime is not None:
+            await self._runtime.jobs.kill_session(active.session.session_id)
+        await self._end(active.run_id, "interrupted", error=RESERVE_PAUSE, notify=False)
+        now = self._clock.time()
+        task = await self._db.read(lambda s: task_rows.get_task(s, active.task_id))
+        if task is None:
+            return
+
+        def requeue(s: Session) -> None:
+            input_rows.insert_input(
+                s, id=new_id("i"), kind="note", text=RESUME_NOTE, now=now, task_id=task.id
+            )
+            run_rows.insert_run(
+                s,
+                id=new_id("r"),
+                bot_id=task.bot_id,
+                session_id=task.session_id,
+                cause="continue",
+                now=now,
+                task_id=task.id,
+            )
+
+        await self._db.write(requeue)
+        self._publish(task.id)
 
     def wait_for_person(self, task_id: str, waiting: bool) -> None:
         """A task's call waits on an approval: its slot goes to other work meanwhile (P3 §7), and it takes

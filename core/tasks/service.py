@@ -26,6 +26,7 @@ from core.chat.destination import conversation_for
 from core.chat.views import TaskChip
 from core.clock import Clock
 from core.cost.budget_answer import parse_budget_answer
+from core.cost.meter import CostMeter
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError
 from core.events import MessagesChanged, TaskChanged
@@ -86,6 +87,9 @@ class TaskService:
         retry: RetryPolicy = TASK_RETRY,
         settle_limit_s: float = SETTLE_LIMIT_S,
         current_turn: Callable[[str], str | None] = lambda _cid: None,
+        meter: CostMeter | None = None,
+        on_cost: Callable[[str, float], None] = lambda _bot, _usd: None,
+        reserve_low: Callable[[str], bool] = lambda _bot: False,
     ) -> None:
         self._db = db
         self._bus = bus
@@ -93,6 +97,7 @@ class TaskService:
         self._bots = bots
         self._outbox = outbox
         self._current_turn = current_turn
+        self._reserve_low = reserve_low
         self._runtime: AgentRuntime | None = None
         self.slots = Slots(policy or SlotPolicy())
         self.runner = TaskRunner(
@@ -105,6 +110,9 @@ class TaskService:
             on_finished=self._run_finished,
             retry=retry,
             settle_limit_s=settle_limit_s,
+            meter=meter,
+            on_cost=on_cost,
+            reserve_low=reserve_low,
         )
         outbox.on_delivered(self._tell_chat)
         # Set by the host: approvals that waited before a restart are expired once recovery has seen them.
@@ -149,6 +157,11 @@ class TaskService:
         if not 0 < budget <= MAX_BUDGET_USD:
             raise InvalidInputError("budgetUsd", f"must be more than 0 and at most {MAX_BUDGET_USD:g}")
         bot = await self._bots.get(bot_id) if bot_id else await self._bots.ensure_default()
+        if self._reserve_low(bot.id):
+            raise ConflictError(
+                f"{bot.name}'s remaining provider balance is below 20 % of its limit; what is left is kept "
+                "for chat. Raise the limit or top up, then start the task again."
+            )
         conversation_id = await conversation_for(self._db, self._bus, self._clock, bot.id, conversation_id)
         title = (title.strip() or _title_from(words))[:80]
         task_id = new_id("t")

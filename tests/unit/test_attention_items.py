@@ -27,6 +27,7 @@ from core.attention.items import (
     observe_ready_item,
     ordered,
     question_item,
+    reserve_item,
     rule_failing_item,
     rule_paused_item,
     split_item_id,
@@ -74,6 +75,7 @@ def one_of_each(since: float = NOW, lang: str = "zh") -> dict[str, AttentionItem
         observe_ready_item(
             "r_obs", "b_tt", "看 X 价格", 3, "本会发送:“X 降价了,现在 ¥199”", since, lang=lang
         ),
+        reserve_item("b_or", "OpenRouter 限额 $10.00,剩余 $1.50,低于 20%", since, lang=lang),
     ]
     return {item.kind: item for item in items}
 
@@ -90,7 +92,7 @@ def test_the_needs_you_order_across_all_kinds() -> None:
         {"question", "approval"},
         {"task_failed", "rule_paused", "rule_failing"},
         {"undelivered"},
-        {"channel_login", "stuck_turn", "task_budget"},
+        {"channel_login", "stuck_turn", "task_budget", "reserve_low"},
         {"observe_ready"},
     ]
     position = 0
