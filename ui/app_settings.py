@@ -3,11 +3,13 @@
     外观        语言   [跟随系统 ▾]   重启后生效 (only once changed)
                 主题   [跟随系统 ▾]   (applied at once, so the choice can be seen before saving)
     启动        [开] 登录电脑时启动 Errand
+    价格        the person's own price per model (ui.price_settings; only when a PriceFacade is given)
 
 The theme is previewed live and put back on Cancel. Start at login is written by the injected `autostart`
 callable (app.autostart.set_start_at_login bound to the launch command, or a temp-dir stand-in in tests),
 off the loop thread; if it can't be done (another OS, a read-only folder) that is said under the switch
-and nothing is saved.
+and nothing is saved. Prices are saved on their own, at once, with the section's 保存价格 and 删除; the
+dialog's 保存 is for the preferences.
 """
 
 from __future__ import annotations
@@ -19,8 +21,18 @@ from typing import cast
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QApplication, QComboBox, QDialog, QHBoxLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QDialog,
+    QFrame,
+    QHBoxLayout,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
+from core.cost.price_facade import PriceFacade
 from core.errors import InvalidInputError
 from core.preferences import (
     LANGUAGE_CHOICES,
@@ -34,6 +46,7 @@ from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.form import Combo, FieldRow, Section, Switch, button, dialog_footer, field_message, small_label
 from ui.i18n import t
+from ui.price_settings import PriceSection
 
 log = logging.getLogger(__name__)
 
@@ -57,19 +70,26 @@ class AppSettingsDialog(QDialog):
         autostart: Autostart,
         app: QApplication | None = None,
         parent: QWidget | None = None,
+        *,
+        prices: PriceFacade | None = None,
     ) -> None:
+        """`prices`: the 价格 section's facade (the host's PriceBook); without it there is no such section."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("settings.app.title"))
         self.setModal(True)
-        self.resize(520, 360)
+        self.resize(*((560, 680) if prices is not None else (520, 360)))
         self._preferences = preferences
         self._autostart = autostart
         self._app = app or cast(QApplication, QApplication.instance())
         self._loaded: Preferences | None = None
         self._calls = AsyncCalls()
 
-        page = QWidget(self)
+        scroll = QScrollArea(self)
+        scroll.setObjectName("settingsScroll")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        page = QWidget(scroll)
         page.setObjectName("settingsPage")
         self.rows: dict[str, FieldRow] = {}
         column = QVBoxLayout(page)
@@ -77,7 +97,12 @@ class AppSettingsDialog(QDialog):
         column.setSpacing(18)
         column.addWidget(self._build_look(page))
         column.addWidget(self._build_start(page))
+        self.price_section: PriceSection | None = None
+        if prices is not None:
+            self.price_section = PriceSection(prices, page)
+            column.addWidget(self.price_section)
         column.addStretch(1)
+        scroll.setWidget(page)
 
         self.error = small_label("", "danger", "settingsFormError", self)
         self.cancel_button = button(t("settings.cancel"), self)
@@ -91,7 +116,7 @@ class AppSettingsDialog(QDialog):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 14)
         outer.setSpacing(6)
-        outer.addWidget(page, 1)
+        outer.addWidget(scroll, 1)
         outer.addLayout(foot)
 
     def _build_look(self, page: QWidget) -> Section:
@@ -134,7 +159,12 @@ class AppSettingsDialog(QDialog):
         except Exception as exc:
             log.warning("cannot read preferences: %s", reason(exc))
             self._say(t("settings.load_failed", reason=reason(exc)))
-            return
+        else:
+            self._show_preferences(prefs)
+        if self.price_section is not None:
+            await self.price_section.load()
+
+    def _show_preferences(self, prefs: Preferences) -> None:
         self._loaded = prefs
         self._select(self.language_combo, prefs.language)
         self._select(self.theme_combo, prefs.theme)
@@ -226,9 +256,14 @@ class AppSettingsDialog(QDialog):
         super().reject()
 
     def done(self, result: int) -> None:
-        self._calls.cancel_all()
+        self._cancel_calls()
         super().done(result)
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        self._calls.cancel_all()
+        self._cancel_calls()
         super().closeEvent(event)
+
+    def _cancel_calls(self) -> None:
+        self._calls.cancel_all()
+        if self.price_section is not None:
+            self.price_section.cancel_calls()

@@ -1,0 +1,146 @@
+"""The price routes over real HTTP (aiohttp's test server) against a real PriceBook on a real SQLite file,
+behind the same error mapping as the API server: 400 naming the field for bad input and nothing changed,
+404 for an unknown model, 204 on delete."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from core.api.price_routes import add_price_routes
+from core.api.server import _status_for, error_response
+from core.clock import FakeClock
+from core.cost.price_book import PriceBook
+from core.errors import ErrandError
+from core.store.database import Database
+
+DEEPSEEK = {"input": 0.27, "output": 1.1, "cacheRead": 0.07, "cacheWrite": 0.27, "currency": "USD"}
+SAVED = {
+    "model": "deepseek-chat",
+    "input": "0.27",
+    "output": "1.1",
+    "cacheRead": "0.07",
+    "cacheWrite": "0.27",
+}
+
+
+@web.middleware
+async def errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """ApiServer._errors' mapping of core errors (the rest of it, auth and loopback, is the server's)."""
+    try:
+        return await handler(request)
+    except ErrandError as exc:
+        return error_response(_status_for(exc), exc.code, exc.message)
+
+
+@pytest.fixture
+async def book(tmp_path: Path) -> AsyncIterator[PriceBook]:
+    clock = FakeClock()
+    db = Database.for_data_dir(tmp_path / "data", clock=clock)
+    await db.open()
+    made = PriceBook(db, clock)
+    await made.load()
+    yield made
+    await db.close()
+
+
+@pytest.fixture
+async def client(book: PriceBook) -> AsyncIterator[TestClient[web.Request, web.Application]]:
+    app = web.Application(middlewares=[errors])
+    add_price_routes(app.router, book)
+    async with TestClient(TestServer(app)) as made:
+        yield made
+
+
+async def listed(client: TestClient[web.Request, web.Application]) -> list[dict[str, Any]]:
+    response = await client.get("/api/prices")
+    assert response.status == 200
+    body = await response.json()
+    overrides: list[dict[str, Any]] = body["overrides"]
+    return overrides
+
+
+async def test_put_list_and_delete(client: TestClient[web.Request, web.Application], book: PriceBook) -> None:
+    assert await listed(client) == []
+
+    response = await client.put("/api/prices/deepseek-chat", json=DEEPSEEK)
+    assert response.status == 200
+    assert await response.json() == {**SAVED, "currency": "USD"}
+    assert await listed(client) == [{**SAVED, "currency": "USD"}]
+    assert set(book.overrides()) == {"deepseek-chat"}
+
+    response = await client.delete("/api/prices/deepseek-chat")
+    assert response.status == 204
+    assert await listed(client) == []
+    assert book.overrides() == {}
+
+
+async def test_a_listed_override_can_be_sent_back_as_it_is(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    await client.put("/api/prices/deepseek-chat", json=DEEPSEEK)
+    (item,) = await listed(client)
+    response = await client.put("/api/prices/deepseek-chat", json={**item, "output": "2"})
+    assert response.status == 200
+    assert (await response.json())["output"] == "2"
+
+    response = await client.put("/api/prices/deepseek-chat", json={**item, "model": "other"})
+    assert response.status == 400
+    assert (await response.json())["error"]["message"].startswith("model: ")
+
+
+@pytest.mark.parametrize("path", ["/api/prices/openai/gpt-4o-mini", "/api/prices/openai%2Fgpt-4o-mini"])
+async def test_a_model_name_with_a_slash(client: TestClient[web.Request, web.Application], path: str) -> None:
+    response = await client.put(path, json=DEEPSEEK)
+    assert response.status == 200
+    assert (await response.json())["model"] == "openai/gpt-4o-mini"
+    assert [item["model"] for item in await listed(client)] == ["openai/gpt-4o-mini"]
+    assert (await client.delete(path)).status == 204
+    assert await listed(client) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/prices/m", {k: v for k, v in DEEPSEEK.items() if k != "input"}, "input"),
+        ("/api/prices/m", {**DEEPSEEK, "output": -1}, "output"),
+        ("/api/prices/m", {**DEEPSEEK, "currency": "XYZ"}, "currency"),
+        ("/api/prices/m", {**DEEPSEEK, "cache_read": 0.1}, "cache_read"),
+        ("/api/prices/m", [1, 2], "body"),
+        ("/api/prices/%20%20", DEEPSEEK, "model"),
+        ("/api/prices/a%0Ab", DEEPSEEK, "model"),
+    ],
+)
+async def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(
+    client: TestClient[web.Request, web.Application], path: str, body: object, field: str
+) -> None:
+    await client.put("/api/prices/kept", json=DEEPSEEK)
+    before = await listed(client)
+
+    response = await client.put(path, json=body)
+    assert response.status == 400
+    error = (await response.json())["error"]
+    assert error["code"] == "invalid_input"
+    assert error["message"].startswith(f"{field}: ")
+    assert await listed(client) == before
+
+
+async def test_an_empty_or_malformed_body_is_a_400(client: TestClient[web.Request, web.Application]) -> None:
+    for data in (b"", b"{not json"):
+        response = await client.put("/api/prices/m", data=data, headers={"Content-Type": "application/json"})
+        assert response.status == 400
+        assert (await response.json())["error"]["message"].startswith("body: ")
+    assert await listed(client) == []
+
+
+async def test_deleting_an_unknown_model_is_a_404(client: TestClient[web.Request, web.Application]) -> None:
+    response = await client.delete("/api/prices/nope")
+    assert response.status == 404
+    assert (await response.json())["error"]["code"] == "not_found"
