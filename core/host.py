@@ -28,7 +28,7 @@ from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
 from core.cost.meter import CostMeter
 from core.cost.price_book import PriceBook
-from core.cost.reserve import BotBalanceSource, ReserveWatcher
+from core.cost.reserve import BalanceRead, BotBalanceSource, ReserveWatcher
 from core.delivery.outbox import Outbox
 from core.events import BotsChanged
 from core.preferences_service import PreferencesService
@@ -65,6 +65,7 @@ class Host:
         chat_retry: RetryPolicy | None = None,
         task_retry: RetryPolicy | None = None,
         slot_policy: SlotPolicy | None = None,
+        balance_read: BalanceRead | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.clock: Clock = clock or SystemClock()
@@ -77,7 +78,7 @@ class Host:
         # and the watcher that keeps what is left of a provider balance for chat.
         self.prices = PriceBook(self.db, self.clock, self.bus)
         meter = CostMeter(self.clock, self.prices.overrides)
-        self.reserve = ReserveWatcher(self.clock, bots=self._balance_sources)
+        self.reserve = ReserveWatcher(self.clock, bots=self._balance_sources, read=balance_read)
         self.tasks = TaskService(
             self.db,
             self.bus,

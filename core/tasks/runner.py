@@ -263,8 +263,9 @@ class TaskRunner:
             and (r.task_id or (r.rule_id and self._rule_starter is not None))
             and r.id not in self._active
             and r.bot_id not in paused
-            # Below the reserve, what is left of the bot's balance is kept for chat (P3 §8).
-            and not self._reserve_low(r.bot_id)
+            # Below the reserve, what is left of the bot's balance is kept for chat (P3 §8): task runs
+            # wait; rule runs start only to be recorded skipped.
+            and not (r.task_id and self._reserve_low(r.bot_id))
         ]
         rule_runs = {r.id for r in live if r.rule_id}
         for request in pick(self._slots, queued):

@@ -11,6 +11,7 @@ import httpx
 from core.agent.model_config import ModelConfig, RetryPolicy
 from core.api.server import ApiServer
 from core.clock import Clock
+from core.cost.reserve import BalanceRead
 from core.host import Host
 from tests.fakes.secrets import MemorySecretStore
 
@@ -25,6 +26,7 @@ def make_host(
     home: Path,
     secrets: MemorySecretStore | None = None,
     clock: Clock | None = None,
+    balance_read: BalanceRead | None = None,
 ) -> Host:
     return Host(
         data_dir,
@@ -33,6 +35,7 @@ def make_host(
         home=home,
         chat_retry=FAST_RETRY,
         clock=clock,
+        balance_read=balance_read,
     )
 
 
