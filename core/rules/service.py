@@ -7,6 +7,7 @@ everything before it writes, so a bad request changes nothing. The scheduler (a 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -447,7 +448,9 @@ class RuleService:
         rule = await self.get(rule_id, lang)
         versions = await self.versions(rule_id)
         log = await self.runs(rule_id, lang=lang, limit=None)
-        return rule_markdown(rule, versions, log, lang=lang, exported_at=self._clock.time())
+        # Rendered off the loop: a long run log takes a couple of hundred milliseconds.
+        now = self._clock.time()
+        return await asyncio.to_thread(rule_markdown, rule, versions, log, lang=lang, exported_at=now)
 
     def preview(
         self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"

@@ -473,12 +473,18 @@ class TaskService:
         return live if live is not None else list(run.activity)
 
     async def export_markdown(self, task_id: str, lang: str = "zh") -> str:
-        """The task with every run, its steps and Reports as Markdown (P3 §6, §10), secrets redacted."""
+        """The task with every run, its steps and Reports as Markdown (P3 §6, §10), secrets redacted.
+        Rendered off the loop: a task with thousands of steps takes a few hundred milliseconds."""
         from core.export.task_markdown import task_markdown
 
         detail = await self.detail(task_id, lang)
-        steps = {run.id: await self.run_activity(task_id, run.id) for run in detail.runs}
-        return task_markdown(detail, steps, lang=lang, exported_at=self._clock.time())
+        stored = await self._db.read(lambda s: run_rows.runs_of_task(s, task_id))
+        steps = {
+            r.id: live if (live := self.runner.live_steps(r.id)) is not None else list(r.activity)
+            for r in stored
+        }
+        now = self._clock.time()
+        return await asyncio.to_thread(task_markdown, detail, steps, lang=lang, exported_at=now)
 
     # ---- model-facing tools (TaskCommands) ----------------------------------------------------------
 
