@@ -3,8 +3,10 @@
     .venv/bin/python -m bench.render_rules [OUT_DIR] [--lang zh|en]
 
 Runs offscreen. For both schemes it writes into OUT_DIR (default /tmp/errand-shots):
-rules-panel-<scheme>-<lang>.png (the bot panel's 任务 group: a task, then an observing, an acting and a
-paused rule, then 已结束), rules-detail-<scheme>-<lang>.png (a rule opened in place, with its run log),
+rules-panel-<scheme>-<lang>.png (the bot panel's 任务 group: a task, then an observing, an acting, a
+paused and a budget-paused rule with this month's cost, then 已结束), rules-detail-<scheme>-<lang>.png (a
+rule opened in place, with 本月 约 $0.41 / $3.00 and its run log with each run's cost),
+rules-detail-budget-<scheme>-<lang>.png (a rule paused at its monthly budget, after 导出),
 rules-editor-<scheme>-<lang>.png (a new rule, with the preview) and rules-editor-error-<scheme>-<lang>.png
 (an interval under 15 minutes, refused at its field).
 """
@@ -18,7 +20,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import time
 from pathlib import Path
 
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from bench.render_runner import render_main, settle
 from tests.fakes.fake_attention import FakeAttentionFacade
@@ -73,6 +75,14 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
         "issue 周报" if zh else "Issue digest",
         "每周一早上把上周的 issue 整理成周报发我" if zh else "Every Monday, sum up last week's issues",
         {"kind": "weekly", "time": "09:00", "days": [0]},
+        month_cost_usd=1.2,
+    )
+    stock = rules.add_rule(
+        "看 Y 库存" if zh else "Watch Y's stock",
+        "每小时看看 Y 有没有货,有了就告诉我" if zh else "Every hour, see if Y is in stock",
+        {"kind": "every", "minutes": 60},
+        paused_reason="budget",
+        month_cost_usd=3.02,
     )
     watch = rules.add_rule(
         "看 X 价格" if zh else "Watch the price of X",
@@ -82,6 +92,7 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
         {"kind": "daily", "time": "08:00"},
         mode="observe",
         version=2,
+        month_cost_usd=0.41,
     )
     del paused
     rules.add_run(
@@ -95,6 +106,8 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
         cost_usd=0.01,
     )
     rules.add_run(watch.id, now - DAY, cost_usd=0.02)
+    rules.add_run(watch.id, now - DAY - HOUR, outcome="done", cost_usd=0.003)
+    rules.add_run(stock.id, now - HOUR, mode="act", cost_usd=0.09)
     rules.add_run(
         watch.id,
         now - HOUR,
@@ -115,6 +128,19 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
         await panel.open_rule(watch.id)
     await settle()
     save("detail", window)
+
+    if panel is not None and panel.rule_detail is not None:
+        exported = out_dir / f"rules-export-{scheme}-{lang}.md"
+
+        async def ask(_parent: QWidget, _suggested: Path) -> Path | None:
+            return exported
+
+        panel.rule_detail.export.ask = ask
+        await panel.open_rule(stock.id)
+        await settle()
+        panel.rule_detail.export.start()
+    await settle()
+    save("detail-budget", window)
 
     editor = RuleEditor(rules, bot_id="bot-1", parent=window)
     editor.title_input.setText("看 Y 的库存" if zh else "Watch Y's stock")

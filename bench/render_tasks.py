@@ -4,8 +4,10 @@
 
 Runs offscreen. For both schemes it writes into OUT_DIR (default /tmp/errand-shots):
 tasks-chat-<scheme>-<lang>.png (a reply with its task chips, and a task's result),
-tasks-list-<scheme>-<lang>.png, tasks-detail-<scheme>-<lang>.png, tasks-detail-failed-<scheme>-<lang>.png
-and tasks-empty-<scheme>-<lang>.png.
+tasks-list-<scheme>-<lang>.png, tasks-detail-<scheme>-<lang>.png (a working task: 约 $0.08 / $1.00 and
+each run's cost), tasks-detail-budget-<scheme>-<lang>.png (改 opened, a refused amount said in place),
+tasks-detail-cleanup-<scheme>-<lang>.png (an ended task: its folder's sizes and 「文件夹将于 … 清理」 with
+保留, after 导出), tasks-detail-failed-<scheme>-<lang>.png and tasks-empty-<scheme>-<lang>.png.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from bench.render_runner import render_main, settle
 from core.chat.views import ActivityStep
@@ -26,6 +28,7 @@ from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade, run
 from ui import i18n, theme
 from ui.bridge import EventBridge
+from ui.export_action import AskPath
 from ui.main_window import MainWindow
 
 DAY = 24 * 3600
@@ -43,13 +46,14 @@ STEPS = (
 )
 
 
-def fill(chat: FakeChatFacade, tasks: FakeTaskFacade) -> tuple[str, str, str]:
+def fill(chat: FakeChatFacade, tasks: FakeTaskFacade) -> tuple[str, str, str, str]:
     now = time.time()
-    # A folder that exists, so the detail offers 打开.
-    folder = (
-        Path(tempfile.gettempdir()) / "errand-render/bots/tiantian/workspace/tasks/gpu-prices-3f2a1c9e0b7d"
-    )
+    # Folders that exist, so the detail offers 打开.
+    workspace = Path(tempfile.gettempdir()) / "errand-render/bots/tiantian/workspace/tasks"
+    folder = workspace / "gpu-prices-3f2a1c9e0b7d"
     folder.mkdir(parents=True, exist_ok=True)
+    downloads = workspace / "tidy-downloads-8b41d07c2e95"
+    downloads.mkdir(parents=True, exist_ok=True)
     chat.add_conversation("整理下载目录", "已经按类型整理好了 214 个文件。", updated_at=now - 3 * DAY)
     cid = chat.add_conversation("GPU 价格调研").id
     gpu = tasks.add_task(
@@ -62,6 +66,8 @@ def fill(chat: FakeChatFacade, tasks: FakeTaskFacade) -> tuple[str, str, str]:
         created_at=now - 12 * MINUTE,
         updated_at=now - MINUTE,
         spent_usd=0.08,
+        folder_bytes=1_480_000,
+        session_bytes=356_000,
         runs=[
             run(
                 "launch",
@@ -70,8 +76,9 @@ def fill(chat: FakeChatFacade, tasks: FakeTaskFacade) -> tuple[str, str, str]:
                 steps=21,
                 started_at=now - 12 * MINUTE,
                 ended_at=now - 9 * MINUTE,
+                cost_usd=0.05,
             ),
-            run("answer", "running", steps=13, started_at=now - 5 * MINUTE),
+            run("answer", "running", steps=13, started_at=now - 5 * MINUTE, cost_usd=0.03),
         ],
     )
     report = tasks.add_task(
@@ -111,8 +118,30 @@ def fill(chat: FakeChatFacade, tasks: FakeTaskFacade) -> tuple[str, str, str]:
         "整理下载目录",
         stage="ready",
         latest_line="按类型整理好了 214 个文件,重复的 12 个放进了「待删除」",
+        words="帮我把下载目录按类型整理一下,重复的先别删。",
+        folder=str(downloads),
         conversation_id=cid,
-        updated_at=now - DAY - 3 * 3600,
+        created_at=now - 31 * DAY,
+        updated_at=now - 21 * DAY,
+        spent_usd=0.02,
+        spent_other={"CNY": 0.12},
+        unpriced_calls=1,
+        folder_bytes=48_300_000,
+        session_bytes=212_000,
+        cleanup_at=now + 9 * DAY,
+        runs=[
+            run(
+                "launch",
+                "ended",
+                "done",
+                steps=17,
+                started_at=now - 21 * DAY - 4 * MINUTE,
+                ended_at=now - 21 * DAY,
+                cost_usd=0.02,
+                cost_other={"CNY": 0.12},
+                unpriced_calls=1,
+            )
+        ],
     )
     tasks.add_task("翻译 README", stage="stopped", conversation_id=cid, updated_at=now - 4 * DAY)
     tasks.add_task("去年的旧任务", stage="ready", conversation_id=cid, updated_at=now - 90 * DAY)
@@ -140,7 +169,16 @@ def fill(chat: FakeChatFacade, tasks: FakeTaskFacade) -> tuple[str, str, str]:
         "「清理旧构建」没做完:build/ 目录在工作区外面,我没有权限删除。把它移进工作区,或者回复「停止」。",
         task_id="t_failed",
     )
-    return cid, gpu.id, failed.id
+    return cid, gpu.id, failed.id, done.id
+
+
+def save_to(path: Path) -> AskPath:
+    """Answers the save dialog with `path`, as if the person had chosen it."""
+
+    async def ask(_parent: QWidget, _suggested: Path) -> Path | None:
+        return path
+
+    return ask
 
 
 async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i18n.Language) -> list[Path]:
@@ -153,7 +191,7 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     window = MainWindow(chat, bridge, tasks=tasks)
     window.resize(1120, 820)
     window.show()
-    _cid, gpu, failed = fill(chat, tasks)
+    _cid, gpu, failed, done = fill(chat, tasks)
     await window.refresh()
     window.chat_view.composer.set_text("")
     await settle()
@@ -171,6 +209,21 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     window.open_task(gpu, back_to="list")
     await settle()
     grab("detail")
+    detail = window.task_detail
+    if detail is not None:
+        detail.budget.open_editor()
+        detail.budget.input.setText("0.05")  # below what is spent: refused, said in place
+        detail.budget.save()
+        await settle()
+        grab("detail-budget")
+        detail.budget.close_editor()
+        detail.export.ask = save_to(out_dir / f"tasks-export-{scheme}-{lang}.md")
+    window.open_task(done, back_to="list")
+    await settle()
+    if detail is not None:
+        detail.export.start()
+        await settle()
+    grab("detail-cleanup")
     window.open_task(failed, back_to="list")
     await settle()
     grab("detail-failed")

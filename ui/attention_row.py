@@ -11,6 +11,9 @@ The row only asks: the page runs the action, and while it runs the row's control
 said under the row and the controls come back; on success the list re-reads and the row goes by itself.
 The buttons, the reply box and the refusal are `ui.answer_bar.AnswerBar`, which the question card in the
 conversation shows too.
+
+A task stopped at its budget (P3 §8) reads 「GPU 价格调研 · 预算用完」 over 「已用 约 $1.00 / $1.00。继续还是
+停止?」, with [继续（+$1）] [停止]: the button says what 继续 gives, and still answers with the option itself.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ HOUR = 3600
 RELATIVE_FOR_S = 6 * HOUR
 # Kinds whose answer is one of the options only (core.attention.items: budget, observe).
 OPTIONS_ONLY = ("task_budget", "observe_ready")
+# A task budget's options: continue (the host adds $1, P3 §8), then stop.
+BUDGET_CONTINUE, BUDGET_STOP = 0, 1
 
 
 def ago(since: float, now: float) -> str:
@@ -182,6 +187,11 @@ class AttentionRow(QWidget):
         reply = action_label(item, "answer", lang) if takes_free_text(item) else None
         others = [(action, action_label(item, action, lang)) for action in item.actions if action != "answer"]
         bar = AnswerBar(options, reply, others, self)
+        if item.kind == "task_budget" and len(options) == len(bar.buttons) >= 2:
+            more = bar.buttons[BUDGET_CONTINUE]
+            more.setText(t("cost.continue_more", option=options[BUDGET_CONTINUE]))
+            more.setToolTip(t("cost.continue_tip"))
+            bar.buttons[BUDGET_STOP].setToolTip(t("cost.stop_tip"))
         bar.answered.connect(lambda text: self.actRequested.emit(self.item.id, "answer", text))
         bar.actionRequested.connect(self._act)
         return bar

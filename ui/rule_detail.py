@@ -5,10 +5,14 @@ user's words, the schedule in words, the mode, the next run and the run log):
     ○ 观察中,明天 08:00 再运行                 [观察 | 执行]
     ┌ 用户的原话  「每天早上看看 X 的价格,降到 200 以下告诉我」
     │ 下次        明天 08:00(Asia/Shanghai)
+    │ 花费        本月 约 $0.41 / $3.00 · 每次最多 $0.10
     └ 版本        第 2 版
     运行记录       今天 08:00 · 观察 · 本会发送:“X 降价了,现在 ¥199” · 约 $0.03
                    昨天 08:00 · 观察 · 本会保持安静 · 约 $0.02
-    [立即运行] [编辑] [删除]
+    [立即运行] [编辑] [导出] [删除]
+
+A rule paused at its monthly budget says 「本月预算用完，已暂停」 in red; its 继续 is in needs-you. 导出
+saves the rule and its run log as Markdown (`ui.export_action`).
 
 The run log and 立即运行 come with rule runs: they are shown only when the facade offers `runs` and
 `run_now`, so this works before and after. The mode toggle and every command go through the facade and
@@ -42,7 +46,9 @@ from ui import theme
 from ui.activity_view import FOLDED, UNFOLDED, StepRow
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
+from ui.cost_words import rule_costs, usd_cost
 from ui.delete_confirm import DeleteConfirm, small_button
+from ui.export_action import AskPath, ExportAction
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.rule_editor import ModeToggle, RuleEditor
@@ -105,10 +111,10 @@ def run_outcome(run: object) -> str:
 
 
 def run_cost(run: object) -> str:
-    spent = _field(run, "spent_usd", "cost_usd")
-    if not isinstance(spent, int | float) or spent <= 0 or _field(run, "outcome") == "skipped":
+    """「约 $0.03」 / 「不到 $0.01」; '' for a run that cost nothing or was skipped."""
+    if _field(run, "outcome") == "skipped":
         return ""
-    return t("rules.run.cost", usd=f"{spent:.2f}")
+    return usd_cost(_field(run, "spent_usd", "cost_usd"))
 
 
 def run_when(run: object, tz: str, now: float) -> str:
@@ -295,17 +301,23 @@ class RunLogRow(QWidget):
 
 
 class RuleDetailBody(QWidget):
-    """The rule's detail. `deleted(id)`: the rule is gone after 删除; the owner goes back."""
+    """The rule's detail. `deleted(id)`: the rule is gone after 删除; the owner goes back. `ask_path` asks
+    where 导出 saves (the save dialog unless given; tests pass their own)."""
 
     deleted = Signal(str)
     titleChanged = Signal(str)
 
     def __init__(
-        self, rules: RuleFacade, parent: QWidget | None = None, now: Callable[[], float] = time.time
+        self,
+        rules: RuleFacade,
+        parent: QWidget | None = None,
+        now: Callable[[], float] = time.time,
+        ask_path: AskPath | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("ruleDetailBody")
         self._rules = rules
+        self._ask_path = ask_path
         self._now = now
         self._rule_id: str | None = None
         self._rule: RuleView | None = None
@@ -369,6 +381,8 @@ class RuleDetailBody(QWidget):
         facts.addSpacing(8)
         self.next_label = self._fact(facts, t("rules.detail.next"), "ruleNext")
         facts.addSpacing(8)
+        self.cost_label = self._fact(facts, t("cost.rule_costs"), "ruleCost")
+        facts.addSpacing(8)
         self.version_label = self._fact(facts, t("rules.detail.version"), "ruleVersion")
         facts.addSpacing(8)
         # Where what it says goes. Only the desktop exists yet; chat channels name theirs here.
@@ -414,11 +428,17 @@ class RuleDetailBody(QWidget):
         row.setSpacing(8)
         self.run_button = self._button(t("rules.detail.run_now"), "ruleRunNowButton", self._on_run_now)
         self.edit_button = self._button(t("rules.detail.edit"), "ruleEditButton", self._on_edit)
+        self.export = ExportAction(
+            lambda rule_id, lang: self._rules.export_markdown(rule_id, lang=lang), self, self._ask_path
+        )
+        self.export_button = self.export.button
+        self.export_button.setParent(self.action_row)
         self.delete_button = self._button(t("rules.detail.delete"), "taskDeleteButton", self._ask_delete)
-        for made in (self.run_button, self.edit_button, self.delete_button):
+        for made in (self.run_button, self.edit_button, self.export_button, self.delete_button):
             row.addWidget(made)
         row.addStretch(1)
         self._column.addWidget(self.action_row)
+        self._column.addWidget(self.export.status)
 
         # Deleting drops the run log too, so it asks first, in place, as the task detail does.
         self.confirm = DeleteConfirm(
@@ -466,6 +486,7 @@ class RuleDetailBody(QWidget):
             self.title_label.setText("")
             self.notice.hide()
             self.confirm.hide()
+            self.export.set_target(None)
             self._clear_log()
             self._unfolded.clear()
             self._set_body_visible(False)
@@ -483,6 +504,7 @@ class RuleDetailBody(QWidget):
         self.close_view()
         self._rule_id = None
         self._calls.cancel_all()
+        self.export.shutdown()
         if self.editor is not None:
             self.editor.reject()
 
@@ -550,7 +572,9 @@ class RuleDetailBody(QWidget):
             self.next_label.setText(t("rules.detail.next_value", when=when, tz=rule.tz))
         else:
             self.next_label.setText(t("rules.detail.no_next"))
+        self.cost_label.setText(rule_costs(rule))
         self.version_label.setText(t("rules.detail.version_value", version=rule.version))
+        self.export.set_target(rule.id, rule.title)
         self._show_log(rule, runs)
         self._set_body_visible(True)
 
@@ -595,6 +619,8 @@ class RuleDetailBody(QWidget):
     def _set_body_visible(self, visible: bool) -> None:
         for widget in (self.title_label, self.state_dot, self.state_label, self.well, self.action_row):
             widget.setVisible(visible)
+        if not visible:
+            self.export.status.hide()
         self.mode_toggle.setVisible(visible and (self._rule is None or self._rule.kind != "remind"))
         self.log_box.setVisible(visible and self.has_log)
         self.run_button.setVisible(self.can_run_now)

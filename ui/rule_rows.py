@@ -7,6 +7,9 @@
       执行中 · 下次 周一 09:00
     ● 每天 07:30 · 晨报                               ›     red: paused, with why
       已暂停:连续失败 3 次
+    ● 每天 08:00 · 看 Y 库存                          ›     this month's cost under the state, once
+      执行中 · 下次 明天 08:00                                something was spent (P3 §6 "cost this month")
+      本月 约 $0.40 / $3.00
 
 The panel is only 340 px wide, so the state goes under the title instead of beside it. `PanelRules` reads
 one bot's rules through the RuleFacade while the panel is shown and says `changed` when they differ; the
@@ -28,6 +31,7 @@ from core.rules.facade import RuleFacade
 from core.rules.views import RuleView
 from ui import theme
 from ui.answer_bar import reason
+from ui.cost_words import rule_month
 from ui.elided_text import ElidedText
 from ui.i18n import language, t
 from ui.reloader import Reloader
@@ -94,8 +98,16 @@ def paused_words(rule: RuleView) -> str:
     if rule.paused_reason == "failures":
         return t("rules.paused.failures", n=FAILURES_TO_PAUSE)
     if rule.paused_reason == "budget":
-        return t("rules.paused.budget")
+        return t("cost.rule_paused_budget")
     return t("rules.paused.other")
+
+
+def row_cost(rule: RuleView) -> str:
+    """The row's 「本月 约 $0.40 / $3.00」: only once something was spent this month, or when the budget
+    paused it (healthy and free takes no space)."""
+    if rule.month_cost_usd > 0 or rule.paused_reason == "budget":
+        return rule_month(rule)
+    return ""
 
 
 def rule_state(rule: RuleView, now: float) -> tuple[DotState, str]:
@@ -133,10 +145,16 @@ class PanelRuleRow(PressableRow):
         self.state_label.setObjectName("panelRuleState")
         self.state_label.setProperty("role", "danger" if rule.paused_reason else "muted")
         self.state_label.setFont(theme.font("small"))
+        cost = row_cost(rule)
+        self.cost_label = QLabel(cost, self)
+        self.cost_label.setObjectName("panelRuleCost")
+        self.cost_label.setProperty("role", "faint")
+        self.cost_label.setFont(theme.font("small"))
+        self.cost_label.setVisible(bool(cost))
         self.arrow = QLabel(ARROW, self)
         self.arrow.setProperty("role", "muted")
         self.arrow.setFont(theme.font("small"))
-        for child in (self.dot, self.title, self.state_label, self.arrow):
+        for child in (self.dot, self.title, self.state_label, self.cost_label, self.arrow):
             child.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
         # A grid, so the dot sits on the title's line and the state lines up under the title.
         grid = QGridLayout(self)
@@ -146,16 +164,21 @@ class PanelRuleRow(PressableRow):
         grid.addWidget(self.dot, 0, 0, Qt.AlignmentFlag.AlignVCenter)
         grid.addWidget(self.title, 0, 1)
         grid.addWidget(self.state_label, 1, 1)
-        grid.addWidget(self.arrow, 0, 2, 2, 1, Qt.AlignmentFlag.AlignVCenter)
+        grid.addWidget(self.cost_label, 2, 1)
+        grid.addWidget(self.arrow, 0, 2, 3 if cost else 2, 1, Qt.AlignmentFlag.AlignVCenter)
         grid.setColumnStretch(1, 1)
         self.setText(rule_heading(rule))
-        self.setAccessibleName(f"{rule_heading(rule)} · {words}")
+        self.setAccessibleName(" · ".join(part for part in (rule_heading(rule), words, cost) if part))
         self._tint()
         self.clicked.connect(lambda: self.opened.emit(self.rule.id))
 
     @property
     def state_text(self) -> str:
         return self.state_label.text()
+
+    @property
+    def cost_text(self) -> str:
+        return self.cost_label.text() if not self.cost_label.isHidden() else ""
 
     def _tint(self) -> None:
         self.title.set_color(theme.colors().text)

@@ -1,7 +1,8 @@
 """One task (P3 §6 "Task detail", as built in 3f): its stage as a dot plus words, how long, 约 $0.08 / $1.00;
 then one well with 来自 (the channel, the time and the user's words, which open that conversation),
-最新进展, 预算 and 文件夹 (with its size and 打开); then each run as a folded 处理过程 line; then 停止
-(while it works or waits for you) and 删除 (after an inline confirm).
+最新进展, 预算 (with 改, `ui.budget_editor`) and 文件夹 (its sizes and 打开, and the cleanup date with 保留
+when one is set); then each run as a folded 处理过程 line with its cost; then 停止 (while it works or waits
+for you), 导出 (`ui.export_action`) and 删除 (after an inline confirm).
 
 `TaskDetailBody` is the detail itself. The main pane shows it in `TaskDetailView` (a pane with ‹ back and the
 title in its header); the bot info panel shows the same class in place, with the title on its first line.
@@ -14,10 +15,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from core.errors import NotFoundError
@@ -25,21 +24,23 @@ from core.tasks.facade import TaskFacade
 from core.tasks.views import RunView, TaskDetail, TaskView
 from ui import theme
 from ui.async_calls import AsyncCalls
+from ui.budget_editor import BudgetSection
 from ui.delete_confirm import DeleteConfirm, small_button
+from ui.export_action import AskPath, ExportAction
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
 from ui.task_chip import dot_state
 from ui.task_detail_sections import (
+    FolderSection,
     OriginRow,
     RunSection,
-    human_size,
     money,
     run_dot,
     run_line,
     task_age,
 )
-from ui.task_list import OneLineLabel, TaskPane, reason, section_label
+from ui.task_list import TaskPane, reason, section_label
 from ui.wrapped_label import SELECTABLE, WrappedLabel
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,8 @@ STOPPABLE = ("working", "needs")
 
 class TaskDetailBody(QWidget):
     """The detail's content. `conversationOpened(id)`: 来自 was clicked; `deleted(id)`: the task is gone
-    after 删除. With `titled`, the body shows the task's title itself (the panel has no pane header)."""
+    after 删除. With `titled`, the body shows the task's title itself (the panel has no pane header).
+    `ask_path` asks where 导出 saves (the save dialog unless given; tests pass their own)."""
 
     conversationOpened = Signal(str)
     deleted = Signal(str)
@@ -66,10 +68,12 @@ class TaskDetailBody(QWidget):
         parent: QWidget | None = None,
         titled: bool = False,
         now: Callable[[], float] = time.time,
+        ask_path: AskPath | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("taskDetailBody")
         self._tasks = tasks
+        self._ask_path = ask_path
         self._now = now
         self._task_id: str | None = None
         self._detail: TaskDetail | None = None
@@ -140,34 +144,18 @@ class TaskDetailBody(QWidget):
         facts.addSpacing(8)
         self.latest_label = self._fact(facts, t("task.latest"), "taskLatest")
         facts.addSpacing(8)
-        self.budget_label = self._fact(facts, t("task.budget"), "taskBudget")
+        self.budget = BudgetSection(self._tasks, self.well)
+        self.budget.saved.connect(self._budget_saved)
+        self.budget_label = self.budget.value
+        facts.addWidget(self.budget)
         # Its own box, so a task without a folder leaves no gap behind.
-        self.folder_box = QWidget(self.well)
-        folder_column = QVBoxLayout(self.folder_box)
-        folder_column.setContentsMargins(0, 8, 0, 0)
-        folder_column.setSpacing(4)
-        folder_column.addWidget(section_label(t("task.folder"), self.folder_box))
-        folder_row = QHBoxLayout()
-        folder_row.setContentsMargins(0, 0, 0, 0)
-        folder_row.setSpacing(8)
-        # A path is cut in the middle when narrow: both of its ends say the most.
-        self.folder_label = OneLineLabel(Qt.TextElideMode.ElideMiddle, self.folder_box)
-        self.folder_label.setTextInteractionFlags(SELECTABLE)
-        self.folder_label.setObjectName("taskFolder")
-        self.folder_size = QLabel(self.folder_box)
-        self.folder_size.setObjectName("taskFolderSize")
-        self.folder_size.setProperty("role", "faint")
-        self.folder_size.setFont(theme.font("small"))
-        self.open_folder = QPushButton(t("task.open_folder"), self.folder_box)
-        self.open_folder.setObjectName("openFolderButton")
-        self.open_folder.setFlat(True)
-        self.open_folder.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.open_folder.clicked.connect(self._on_open_folder)
-        folder_row.addWidget(self.folder_label, 1)
-        folder_row.addWidget(self.folder_size)
-        folder_row.addWidget(self.open_folder)
-        folder_column.addLayout(folder_row)
-        facts.addWidget(self.folder_box)
+        self.folder = FolderSection(self._tasks, self.well, self._now)
+        self.folder.kept.connect(self._kept)
+        self.folder_box = self.folder
+        self.folder_label = self.folder.folder_label
+        self.folder_size = self.folder.folder_size
+        self.open_folder = self.folder.open_folder
+        facts.addWidget(self.folder)
         self._column.addWidget(self.well)
 
     def _build_runs(self) -> None:
@@ -188,11 +176,18 @@ class TaskDetailBody(QWidget):
         row.setContentsMargins(0, 6, 0, 0)
         row.setSpacing(8)
         self.stop_button = self._button(t("task.stop"), "taskStopButton", self._on_stop)
+        self.export = ExportAction(
+            lambda task_id, lang: self._tasks.export_markdown(task_id, lang=lang), self, self._ask_path
+        )
+        self.export_button = self.export.button
+        self.export_button.setParent(self.action_row)
         self.delete_button = self._button(t("task.delete"), "taskDeleteButton", self._ask_delete)
         row.addWidget(self.stop_button)
+        row.addWidget(self.export_button)
         row.addWidget(self.delete_button)
         row.addStretch(1)
         self._column.addWidget(self.action_row)
+        self._column.addWidget(self.export.status)
 
         # Deleting also removes the folder, so it asks first, in place (no modal dialog).
         self.confirm = DeleteConfirm(
@@ -242,6 +237,7 @@ class TaskDetailBody(QWidget):
             self.titleChanged.emit("")
             self.notice.hide()
             self.confirm.hide()
+            self.export.set_target(None)
             self._set_body_visible(False)
             self._show_actions(None)
         self._reader.request()
@@ -265,6 +261,9 @@ class TaskDetailBody(QWidget):
             section.shutdown()
         self._task_id = None
         self._calls.cancel_all()
+        self.budget.shutdown()
+        self.folder.shutdown()
+        self.export.shutdown()
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -319,12 +318,9 @@ class TaskDetailBody(QWidget):
         self.latest_label.setProperty("role", "" if latest else "faint")
         self.latest_label.style().unpolish(self.latest_label)
         self.latest_label.style().polish(self.latest_label)
-        self.budget_label.setText(money(task))
-        self.folder_label.set_full_text(detail.folder)
-        self.folder_size.setText(human_size(detail.folder_bytes) if detail.folder_bytes > 0 else "")
-        self.folder_size.setVisible(detail.folder_bytes > 0)
-        self.folder_box.setVisible(bool(detail.folder))
-        self.open_folder.setVisible(bool(detail.folder) and Path(detail.folder).is_dir())
+        self.budget.set_task(task)
+        self.folder.set_detail(detail)
+        self.export.set_target(task.id, task.title)
         self._show_runs(detail.task.id, detail.runs)
         self._show_actions(task)
         self._set_body_visible(True)
@@ -389,6 +385,8 @@ class TaskDetailBody(QWidget):
             widget.setVisible(visible)
         self.title_label.setVisible(self._titled and visible)
         self.spent_label.setVisible(visible and bool(self.spent_label.text()))
+        if not visible:
+            self.export.status.hide()
         has_runs = visible and bool(self.runs)
         self.runs_caption.setVisible(has_runs)
         self.runs_well.setVisible(has_runs)
@@ -458,10 +456,15 @@ class TaskDetailBody(QWidget):
             return
         self._reader.request()  # reads "gone", then says `deleted`
 
-    def _on_open_folder(self) -> None:
-        folder = self.folder_label.full_text()
-        if folder:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(folder))
+    def _budget_saved(self, view: TaskView) -> None:
+        if self._detail is not None and view.id == self._task_id:
+            facts = [part for part in (task_age(view, self._now()), money(view)) if part]
+            self.spent_label.setText("·  " + "  ·  ".join(facts) if facts else "")
+        self._reader.request()  # the whole task as it is now (a task stopped at its budget goes on)
+
+    def _kept(self, detail: TaskDetail) -> None:
+        if detail.task.id == self._task_id:
+            self._reader.request()  # read in the UI's language; the folder section already dropped the date
 
 
 class TaskDetailView(TaskPane):
@@ -469,9 +472,11 @@ class TaskDetailView(TaskPane):
 
     conversationOpened = Signal(str)
 
-    def __init__(self, tasks: TaskFacade, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, tasks: TaskFacade, parent: QWidget | None = None, ask_path: AskPath | None = None
+    ) -> None:
         super().__init__("taskDetail", parent)
-        self.body = TaskDetailBody(tasks, self.column)
+        self.body = TaskDetailBody(tasks, self.column, ask_path=ask_path)
         self.body.titleChanged.connect(self.set_title)
         self.body.conversationOpened.connect(self.conversationOpened)
         self.body.deleted.connect(lambda _task_id: self.backRequested.emit())
@@ -487,6 +492,9 @@ class TaskDetailView(TaskPane):
         self.latest_label = self.body.latest_label
         self.words_label = self.body.words_label
         self.folder_label = self.body.folder_label
+        self.budget = self.body.budget
+        self.folder = self.body.folder
+        self.export = self.body.export
         self.stop_button = self.body.stop_button
         self.delete_button = self.body.delete_button
 

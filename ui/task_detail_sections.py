@@ -1,5 +1,7 @@
 """The parts of a task's detail that stand on their own: how its facts read (how long, budget, folder size,
-where it came from), and one run's folded 处理过程 line that opens into its steps.
+where it came from), the 文件夹 section (its path, size and 打开, the size of the session record, and when
+a cleanup date is set 「文件夹将于 12月2日 清理」 with 保留), and one run's folded 处理过程 line
+that opens into its steps.
 
 A run's steps are read only when its line is first opened (most are never opened), and again while it is
 open and the run still works, so a live run grows in place. The store keeps a run's newest 120 steps and a
@@ -11,21 +13,29 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from core.activity import dropped_count
 from core.chat.views import ActivityStep
-from core.tasks.views import RunView, TaskView
+from core.tasks.facade import TaskFacade
+from core.tasks.views import RunView, TaskDetail, TaskView
 from ui import formatting, theme
 from ui.activity_view import FOLDED, UNFOLDED, StepList
+from ui.answer_bar import reason
+from ui.async_calls import AsyncCalls
+from ui.cost_words import run_cost, task_money
 from ui.i18n import t
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
 from ui.task_chip import PressableRow
+from ui.task_list import OneLineLabel, section_label
 from ui.theme import DotState
-from ui.wrapped_label import WrappedLabel
+from ui.wrapped_label import SELECTABLE, WrappedLabel
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +68,7 @@ def task_age(task: TaskView, now: float) -> str:
 
 def money(task: TaskView) -> str:
     """「约 $0.08 / $1.00」: the budget is always worth saying, the spend even when nothing is spent."""
-    return t("task.budget_line", spent=f"{task.spent_usd:.2f}", budget=f"{task.budget_usd:.2f}")
+    return task_money(task)
 
 
 def human_size(size: int) -> str:
@@ -69,6 +79,28 @@ def human_size(size: int) -> str:
             return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}".replace(".0 ", " ")
         value /= 1024
     return f"{value:.1f} TB"
+
+
+def session_line(detail: TaskDetail) -> str:
+    """「会话记录 340 KB」: what the task's session keeps on disk besides its folder; '' when unknown."""
+    return t("cost.size.session", size=human_size(detail.session_bytes)) if detail.session_bytes > 0 else ""
+
+
+def day_words(ts: float, now: float) -> str:
+    """A day as a person says it: 12月2日 (this year), 2027年1月3日 (another)."""
+    moment = datetime.fromtimestamp(ts)
+    month_name = t("cost.months").split("|")[moment.month - 1]
+    fields = {"year": moment.year, "month": moment.month, "month_name": month_name, "day": moment.day}
+    if moment.year == datetime.fromtimestamp(now).year:
+        return t("cost.day", **fields)
+    return t("cost.day_year", **fields)
+
+
+def cleanup_line(detail: TaskDetail, now: float) -> str:
+    """「文件夹将于 12月2日 清理」; '' when no date is set."""
+    if detail.cleanup_at <= 0:
+        return ""
+    return t("cost.cleanup", date=day_words(detail.cleanup_at, now))
 
 
 def origin_line(task: TaskView) -> str:
@@ -103,6 +135,9 @@ def run_line(position: int, run: RunView, now: float | None = None) -> str:
         parts.append(t(f"task.state.{run.state}"))
     elif run.outcome and run.outcome != "done":
         parts.append(t(f"task.outcome.{run.outcome}"))
+    cost = run_cost(run)
+    if cost:
+        parts.append(cost)
     return " · ".join(parts)
 
 
@@ -161,6 +196,146 @@ class OriginRow(PressableRow):
         self.setText(words)  # not drawn: what tests and screen readers read
         self.setEnabled(bool(task.conversation_id))
         self.updateGeometry()
+
+
+class FolderSection(QWidget):
+    """文件夹: the path (cut in the middle when narrow) with its size and 打开, the session record's size
+    under it, and the cleanup date
+    with 保留 when one is set. 保留 goes through the TaskFacade without waiting; once it went through the
+    line goes and `kept(TaskDetail)` tells the detail."""
+
+    kept = Signal(object)
+
+    def __init__(
+        self, tasks: TaskFacade, parent: QWidget | None = None, now: Callable[[], float] = time.time
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("taskFolderSection")
+        self._tasks = tasks
+        self._now = now
+        self._task_id: str | None = None
+        self._keeping: str | None = None
+        self._calls = AsyncCalls()
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 8, 0, 0)
+        column.setSpacing(4)
+        column.addWidget(section_label(t("task.folder"), self))
+        path_row = QHBoxLayout()
+        path_row.setContentsMargins(0, 0, 0, 0)
+        path_row.setSpacing(8)
+        # A path is cut in the middle when narrow: both of its ends say the most.
+        self.folder_label = OneLineLabel(Qt.TextElideMode.ElideMiddle, self)
+        self.folder_label.setTextInteractionFlags(SELECTABLE)
+        self.folder_label.setObjectName("taskFolder")
+        self.folder_size = QLabel(self)
+        self.folder_size.setObjectName("taskFolderSize")
+        self.folder_size.setProperty("role", "faint")
+        self.folder_size.setFont(theme.font("small"))
+        self.open_folder = self._link(t("task.open_folder"), "openFolderButton", self._on_open_folder)
+        path_row.addWidget(self.folder_label, 1)
+        path_row.addWidget(self.folder_size)
+        path_row.addWidget(self.open_folder)
+        column.addLayout(path_row)
+        self.session_size = QLabel(self)
+        self.session_size.setObjectName("taskSessionSize")
+        self.session_size.setProperty("role", "faint")
+        self.session_size.setFont(theme.font("small"))
+        column.addWidget(self.session_size)
+        self._build_cleanup(column)
+
+    def _build_cleanup(self, column: QVBoxLayout) -> None:
+        """「文件夹将于 12月2日 清理」 with 保留, and why 保留 failed when it did."""
+        self.cleanup_box = QWidget(self)
+        cleanup_row = QHBoxLayout(self.cleanup_box)
+        cleanup_row.setContentsMargins(0, 2, 0, 0)
+        cleanup_row.setSpacing(8)
+        self.cleanup_label = WrappedLabel("", self.cleanup_box)
+        self.cleanup_label.setObjectName("taskCleanup")
+        self.cleanup_label.setProperty("role", "muted")
+        self.cleanup_label.setFont(theme.font("small"))
+        self.cleanup_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.keep_button = self._link(t("cost.keep"), "keepFolderButton", self._on_keep)
+        self.keep_button.setParent(self.cleanup_box)
+        self.keep_button.setToolTip(t("cost.keep_tip"))
+        cleanup_row.addWidget(self.cleanup_label, 1)
+        cleanup_row.addWidget(self.keep_button, 0, Qt.AlignmentFlag.AlignVCenter)
+        column.addWidget(self.cleanup_box)
+        self.keep_error = WrappedLabel("", self)
+        self.keep_error.setObjectName("keepError")
+        self.keep_error.setProperty("role", "danger")
+        self.keep_error.setFont(theme.font("small"))
+        self.keep_error.setTextFormat(Qt.TextFormat.PlainText)
+        self.keep_error.hide()
+        column.addWidget(self.keep_error)
+
+    def _link(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
+        button = QPushButton(text, self)
+        button.setObjectName(name)
+        button.setFlat(True)
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.clicked.connect(lambda _checked=False: slot())
+        return button
+
+    @property
+    def cleanup_shown(self) -> bool:
+        return not self.cleanup_box.isHidden()
+
+    def set_detail(self, detail: TaskDetail) -> None:
+        if detail.task.id != self._task_id:
+            self._task_id = detail.task.id
+            self.keep_error.hide()
+        self.folder_label.set_full_text(detail.folder)
+        self.folder_size.setText(human_size(detail.folder_bytes) if detail.folder_bytes > 0 else "")
+        self.folder_size.setVisible(detail.folder_bytes > 0)
+        session = session_line(detail)
+        self.session_size.setText(session)
+        self.session_size.setVisible(bool(session))
+        self.open_folder.setVisible(bool(detail.folder) and Path(detail.folder).is_dir())
+        cleanup = cleanup_line(detail, self._now())
+        self.cleanup_label.setText(cleanup)
+        self.cleanup_box.setVisible(bool(cleanup))
+        keeping = self._keeping == detail.task.id
+        self.keep_button.setEnabled(not keeping)
+        self.keep_button.setText(t("cost.keeping") if keeping else t("cost.keep"))
+        self.setVisible(bool(detail.folder))
+
+    def shutdown(self) -> None:
+        self._calls.cancel_all()
+        self._keeping = None
+
+    def _on_keep(self) -> None:
+        task_id = self._task_id
+        if task_id is None or self._keeping == task_id:
+            return
+        self._keeping = task_id
+        self.keep_error.hide()
+        self.keep_button.setEnabled(False)
+        self.keep_button.setText(t("cost.keeping"))
+        self._calls.start(
+            self._tasks.keep(task_id),
+            done=lambda detail: self._kept(task_id, detail, None),
+            failed=lambda exc: self._kept(task_id, None, exc),
+        )
+
+    def _kept(self, task_id: str, detail: TaskDetail | None, exc: Exception | None) -> None:
+        if self._keeping == task_id:
+            self._keeping = None
+        if task_id != self._task_id:
+            return
+        self.keep_button.setEnabled(True)
+        self.keep_button.setText(t("cost.keep"))
+        if exc is not None:
+            self.keep_error.setText(t("cost.keep_failed", reason=reason(exc)))
+            self.keep_error.show()
+            return
+        if detail is not None:
+            self.set_detail(detail)  # the date is gone at once; the detail reads the rest again
+            self.kept.emit(detail)
+
+    def _on_open_folder(self) -> None:
+        folder = self.folder_label.full_text()
+        if folder:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(folder))
 
 
 class RunSection(QWidget):

@@ -5,6 +5,10 @@ and the whole schedule, through the real `core.rules.schedule`), so a refused fi
 (`schedule.minutes`, ...), and schedule words and previews are the real ones. Each change is announced
 with RuleChanged on the bus. `FakeRuleFacadeWithRuns` adds the run log and 立即运行 that rule runs bring,
 so the detail can be shown both with and without them.
+
+Costs (issue 7): a rule carries this month's cost and its budgets (`add_rule(month_cost_usd=...)`,
+`set_month_cost`); `export_markdown` gives a small document (or `markdown` when a test sets it), records
+each call in `exports` and raises `export_error` when a test sets one.
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ class FakeRuleFacade:
         self._rules: dict[str, RuleView] = {}
         self._ids = itertools.count(1)
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.exports: list[tuple[str, str]] = []  # (rule id, lang)
+        self.export_error: Exception | None = None
+        self.markdown: str | None = None  # what export_markdown gives when set
 
     def now(self) -> float:
         return self._now if self._now is not None else time.time()
@@ -80,6 +87,9 @@ class FakeRuleFacade:
         paused_reason: str = "",
         version: int = 1,
         next_run_at: float | None = None,
+        month_cost_usd: float = 0.0,
+        month_budget_usd: float = 3.0,
+        run_budget_usd: float = 0.10,
     ) -> RuleView:
         """A rule as if it had been made earlier (no checks beyond the schedule's); announced on the bus."""
         parsed = parse_schedule(schedule or {"kind": "daily", "time": "08:00"}, default_tz=self.tz)
@@ -98,12 +108,26 @@ class FakeRuleFacade:
             created_at=now + len(self._rules) / 1000,  # later additions are newer: listed first
             next_run_at=next_run_at,
         )
+        view = replace(
+            view,
+            month_cost_usd=month_cost_usd,
+            month_budget_usd=month_budget_usd,
+            run_budget_usd=run_budget_usd,
+        )
         self._rules[rule_id] = view
         self.bus.publish(RuleChanged(rule_id))
         return view
 
     def set_paused(self, rule_id: str, reason: str) -> None:
         self._rules[rule_id] = replace(self._rules[rule_id], paused_reason=reason)
+        self.bus.publish(RuleChanged(rule_id))
+
+    def set_month_cost(
+        self, rule_id: str, month_cost_usd: float, month_budget_usd: float | None = None
+    ) -> None:
+        rule = self._rules[rule_id]
+        budget = rule.month_budget_usd if month_budget_usd is None else month_budget_usd
+        self._rules[rule_id] = replace(rule, month_cost_usd=month_cost_usd, month_budget_usd=budget)
         self.bus.publish(RuleChanged(rule_id))
 
     # ---- the facade ----------------------------------------------------------------------------------
@@ -227,6 +251,15 @@ class FakeRuleFacade:
             "words": words(parsed, lang),
             "next": [iso_local(ts, parsed.tz) for ts in fire_times(parsed, start, count)],
         }
+
+    async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:
+        self.exports.append((rule_id, lang))
+        if self.export_error is not None:
+            raise self.export_error
+        rule = self._rule(rule_id)
+        if self.markdown is not None:
+            return self.markdown
+        return f"# {rule.title}\n\n> {rule.instruction}\n\n- this month: ${rule.month_cost_usd:.2f}\n"
 
     # ---- helpers -------------------------------------------------------------------------------------
 

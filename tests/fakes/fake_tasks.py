@@ -3,6 +3,11 @@ announced with TaskChanged on the bus, and stage labels come from the real stage
 
 Given a FakeChatFacade, it shares its bus and feeds its chips, so a reply's chip follows its task the way
 ChatService reads chips fresh from TaskService on every message read.
+
+Costs and retention (issue 7): `set_budget` refuses what the real service refuses (zero, negative, over
+$1,000, below what is spent) with InvalidInputError, `keep` clears the cleanup date, `export_markdown`
+gives a small document (or `markdown` when a test sets it). Each records its calls; a test can script an
+error (`budget_error`, `keep_error`, `export_error`) or hold a call on a gate (`budget_gate`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 from core.activity import dropped_note
 from core.bus import EventBus
 from core.chat.views import ActivityStep, TaskChip
-from core.errors import NotFoundError
+from core.errors import InvalidInputError, NotFoundError
 from core.events import TaskChanged
 from core.tasks.stage import ALL_STAGES, Stage
 from core.tasks.views import RunView, TaskDetail, TaskView
@@ -48,6 +53,11 @@ class FakeTask:
     runs: tuple[RunView, ...]
     stage_label: str = ""  # overrides the stage table's label when set
     folder_bytes: int = 0
+    spent_other: tuple[tuple[str, float], ...] = ()
+    unpriced_calls: int = 0
+    session_bytes: int = 0
+    cleanup_at: float = 0.0
+    idle_since: float = 0.0
 
     def view(self, lang: str) -> TaskView:
         stage = stage_of(self.stage)
@@ -66,6 +76,8 @@ class FakeTask:
             tokens_out=0,
             spent_usd=self.spent_usd,
             budget_usd=self.budget_usd,
+            spent_other=dict(self.spent_other),
+            unpriced_calls=self.unpriced_calls,
         )
 
 
@@ -77,6 +89,9 @@ def run(
     started_at: float = 0.0,
     ended_at: float = 0.0,
     error: str = "",
+    cost_usd: float = 0.0,
+    cost_other: dict[str, float] | None = None,
+    unpriced_calls: int = 0,
 ) -> RunView:
     return RunView(
         id=f"r_{cause}_{started_at:.0f}",
@@ -90,7 +105,14 @@ def run(
         queued_at=started_at,
         started_at=started_at,
         ended_at=ended_at,
+        cost_usd=cost_usd,
+        cost_other=dict(cost_other or {}),
+        unpriced_calls=unpriced_calls,
     )
+
+
+# The real service's highest task budget (core.tasks.service.MAX_BUDGET_USD).
+MAX_BUDGET_USD = 1000.0
 
 
 class FakeTaskFacade:
@@ -111,6 +133,15 @@ class FakeTaskFacade:
         # Set to make the calls raise (the UI must say why, not break).
         self.list_error: Exception | None = None
         self.stop_error: Exception | None = None
+        # Costs, retention and export: what was asked, what to raise, and a gate to hold set_budget on.
+        self.budget_calls: list[tuple[str, float | None, float | None]] = []  # (task, add_usd, budget_usd)
+        self.budget_error: Exception | None = None
+        self.budget_gate: asyncio.Event | None = None
+        self.kept: list[str] = []
+        self.keep_error: Exception | None = None
+        self.exports: list[tuple[str, str]] = []  # (task id, lang)
+        self.export_error: Exception | None = None
+        self.markdown: str | None = None  # what export_markdown gives when set
         self._tasks: dict[str, FakeTask] = {}
         self._ids = itertools.count(1)
         if chat is not None:
@@ -136,9 +167,11 @@ class FakeTaskFacade:
             brief=task.words,
             folder=task.folder,
             folder_bytes=task.folder_bytes,
-            session_bytes=0,
+            session_bytes=task.session_bytes,
             report=None,
             runs=task.runs,
+            cleanup_at=task.cleanup_at,
+            idle_since=task.idle_since,
         )
 
     async def stop_task(self, task_id: str) -> TaskView:
@@ -165,6 +198,50 @@ class FakeTaskFacade:
             raise NotFoundError("run", run_id)
         return list(self.run_steps.get(run_id, []))
 
+    async def set_budget(
+        self, task_id: str, *, add_usd: float | None = None, budget_usd: float | None = None
+    ) -> TaskView:
+        self.budget_calls.append((task_id, add_usd, budget_usd))
+        if self.budget_gate is not None:
+            await self.budget_gate.wait()
+        if self.budget_error is not None:
+            raise self.budget_error
+        task = self._get(task_id)
+        if (add_usd is None) == (budget_usd is None):
+            raise InvalidInputError("budgetUsd", "give exactly one of addUsd and budgetUsd")
+        if add_usd is not None and not 0 < add_usd <= MAX_BUDGET_USD:
+            raise InvalidInputError("addUsd", f"must be more than 0 and at most {MAX_BUDGET_USD:g}")
+        budget = task.budget_usd + add_usd if add_usd is not None else float(budget_usd or 0.0)
+        if not 0 < budget <= MAX_BUDGET_USD:
+            raise InvalidInputError("budgetUsd", f"must be more than 0 and at most {MAX_BUDGET_USD:g}")
+        if budget < task.spent_usd:
+            raise InvalidInputError("budgetUsd", f"must not be below what is spent ({task.spent_usd:.2f})")
+        changes: dict[str, Any] = {"budget_usd": budget}
+        if task.stage == "needs-you/budget":
+            changes["stage"] = "working"  # a task stopped at its budget goes on
+        return self.update_task(task_id, **changes).view("zh")
+
+    async def keep(self, task_id: str) -> TaskDetail:
+        self.kept.append(task_id)
+        await asyncio.sleep(0)
+        if self.keep_error is not None:
+            raise self.keep_error
+        self._get(task_id)
+        self.update_task(task_id, cleanup_at=0.0, idle_since=time.time())
+        return await self.detail(task_id)
+
+    async def export_markdown(self, task_id: str, lang: str = "zh") -> str:
+        self.exports.append((task_id, lang))
+        await asyncio.sleep(0)
+        if self.export_error is not None:
+            raise self.export_error
+        task = self._get(task_id)
+        if self.markdown is not None:
+            return self.markdown
+        return (
+            f"# {task.title}\n\n> {task.words}\n\n- spent: ${task.spent_usd:.2f} / ${task.budget_usd:.2f}\n"
+        )
+
     # -- driving it from a test ---------------------------------------------------------------------
 
     def add_task(
@@ -184,6 +261,11 @@ class FakeTaskFacade:
         budget_usd: float = 1.0,
         runs: Iterable[RunView] = (),
         folder_bytes: int = 0,
+        spent_other: dict[str, float] | None = None,
+        unpriced_calls: int = 0,
+        session_bytes: int = 0,
+        cleanup_at: float = 0.0,
+        idle_since: float = 0.0,
     ) -> TaskView:
         stage_of(stage)  # fail early on a typo
         now = time.time()
@@ -203,6 +285,11 @@ class FakeTaskFacade:
             budget_usd=budget_usd,
             runs=tuple(runs),
             folder_bytes=folder_bytes,
+            spent_other=tuple(sorted((spent_other or {}).items())),
+            unpriced_calls=unpriced_calls,
+            session_bytes=session_bytes,
+            cleanup_at=cleanup_at,
+            idle_since=idle_since,
         )
         self._tasks[task.id] = task
         self.bus.publish(TaskChanged(task.id))
@@ -215,6 +302,8 @@ class FakeTaskFacade:
             changes.setdefault("stage_label", "")
         if "runs" in changes:
             changes["runs"] = tuple(changes["runs"])
+        if isinstance(changes.get("spent_other"), dict):
+            changes["spent_other"] = tuple(sorted(changes["spent_other"].items()))
         changes.setdefault("updated_at", time.time())
         task = replace(self._get(task_id), **changes)
         self._tasks[task_id] = task

@@ -220,10 +220,11 @@ async def test_the_run_log_shows_newest_first_when_the_facade_keeps_one(
         lines = detail.log_lines()
         assert lines[0] == (
             f"{moment_words(now - 60, TZ, now)} · Observe · Would have sent: “X dropped to 199 (was 259)”"
-            " · ~$0.03"
+            " · about $0.03"
         )
-        assert lines[1] == f"{moment_words(now - DAY, TZ, now)} · Observe · Would have stayed quiet · ~$0.02"
-        assert lines[2] == f"{moment_words(now - 2 * DAY, TZ, now)} · Failed: the page didn't load · ~$0.01"
+        yesterday, day_before = moment_words(now - DAY, TZ, now), moment_words(now - 2 * DAY, TZ, now)
+        assert lines[1] == f"{yesterday} · Observe · Would have stayed quiet · about $0.02"
+        assert lines[2] == f"{day_before} · Failed: the page didn't load · about $0.01"
 
         QTest.mouseClick(detail.run_button, Qt.MouseButton.LeftButton)
         await wait_until(lambda: rules.run_now_calls == [rule.id])
