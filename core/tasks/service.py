@@ -368,7 +368,7 @@ class TaskService:
 
     async def keep(self, task_id: str) -> TaskDetail:
         """保留 (P3 §11): the task counts as used now, so its folder's deletion date goes and the 30 idle
-        days start again. An archived task comes back."""
+        days start again. An archived task stays archived (its follow-ups stay closed); its folder is kept."""
         await self._task(task_id)
         now = self._clock.time()
         await self._db.write(
