@@ -135,6 +135,7 @@ class Host:
         self.approvals.rule_run = self._rule_run_of_session
         self.approvals.on_rule_refused = self.rule_runner.refuse_observed_approval
         self.approvals.on_rule_expired = self.rule_runner.approval_expired
+        self.approvals.on_rule_wait = self.rule_runner.wait_for_person
         self.rule_events = RuleEvents(self.rules, self.rule_runner)
         self.attention = AttentionService(
             self.tasks,

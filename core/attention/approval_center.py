@@ -55,6 +55,8 @@ class ApprovalCenter:
         self.rule_run: RuleRunOf = lambda _session_id: None
         self.on_rule_refused: Callable[[str, str, str], None] = lambda _sid, _action, _detail: None
         self.on_rule_expired: Callable[[str], None] = lambda _run_id: None
+        # (rule run, is waiting): the run's time cap does not count time spent waiting on the person.
+        self.on_rule_wait: Callable[[str, bool], None] = lambda _run_id, _waiting: None
 
     async def request(self, session_id: str, action: str, detail: str) -> bool:
         rule_run = self.rule_run(session_id) if session_id.startswith("rule-") else None
@@ -99,7 +101,11 @@ class ApprovalCenter:
             task_id=task_id,
         )
         if rule_run_id:
-            approved = await self._wait(approval_id, future, RULE_TTL_S, "")
+            self.on_rule_wait(rule_run_id, True)
+            try:
+                approved = await self._wait(approval_id, future, RULE_TTL_S, "")
+            finally:
+                self.on_rule_wait(rule_run_id, False)
             if not approved and (record := await self._get(approval_id)) and record.decided_by == "ttl":
                 self.on_rule_expired(rule_run_id)
             return approved

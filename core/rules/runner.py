@@ -107,6 +107,22 @@ class _Active:
     cost: RunCost = field(default_factory=RunCost)
     stopping: bool = False  # stopped at a limit: its cancelled turn is not nudged or settled
     cap_timer: asyncio.Task[None] | None = None
+    # The time cap counts running time: from the start, minus the time spent waiting on a person.
+    started_at: float = 0.0
+    waiting_since: float | None = None
+    waited_s: float = 0.0
+
+    def running_s(self, now: float) -> float:
+        waiting = now - self.waiting_since if self.waiting_since is not None else 0.0
+        return now - self.started_at - self.waited_s - waiting
+
+    def hold_cap(self, now: float, holding: bool) -> None:
+        """Stop (or restart) counting running time while it waits on a person."""
+        if holding and self.waiting_since is None:
+            self.waiting_since = now
+        elif not holding and self.waiting_since is not None:
+            self.waited_s += now - self.waiting_since
+            self.waiting_since = None
 
 
 class RuleReportArgs(TaskReportArgs):
@@ -328,10 +344,12 @@ class RuleRunner:
             log.exception("rule run %s could not open its session", run_id)
             await self._finish(run_id, rule, "failed", error=f"the run could not start: {exc}")
             return
-        active = _Active(run_id, rule, run.mode, session, base_url=session.spec.model.base_url)
+        now = self._clock.time()
+        active = _Active(
+            run_id, rule, run.mode, session, base_url=session.spec.model.base_url, started_at=now
+        )
         self._active[run_id] = active
         self._by_session[session.session_id] = run_id
-        now = self._clock.time()
         await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "running", now=now))
         active.cap_timer = asyncio.get_running_loop().create_task(self._time_cap(run_id))
         self._bus.publish(RuleChanged(rule.id))
@@ -471,11 +489,24 @@ class RuleRunner:
         await self._end(active, outcome, error=error)
 
     async def _time_cap(self, run_id: str) -> None:
-        await self._clock.sleep(self._run_cap_s)
+        """Fail the run once it has run for the cap. An act run's approval (up to an hour) doesn't count,
+        and a settling run (its jobs still run) is left to the settle limit."""
+        while (active := self._active.get(run_id)) is not None:
+            left = self._run_cap_s - active.running_s(self._clock.time())
+            settling = self._runtime is not None and bool(
+                self._runtime.jobs.running(active.session.session_id)
+            )
+            if left <= 0 and active.waiting_since is None and not settling:
+                active.cap_timer = None  # it is this task: _end must not cancel it
+                await self._stop_at(run_id, "failed", OVER_TIME)
+                return
+            await self._clock.sleep(60.0 if active.waiting_since is not None or settling else max(left, 1.0))
+
+    def wait_for_person(self, run_id: str, waiting: bool) -> None:
+        """An act run's call waits on an approval (or stopped waiting): the time cap pauses meanwhile."""
         active = self._active.get(run_id)
         if active is not None:
-            active.cap_timer = None  # it is this task: _end must not cancel it
-            await self._stop_at(run_id, "failed", OVER_TIME)
+            active.hold_cap(self._clock.time(), waiting)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         async def run() -> None:

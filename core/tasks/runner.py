@@ -98,6 +98,14 @@ class _Active:
         waiting = now - self.waiting_since if self.waiting_since is not None else 0.0
         return now - self.started_at - self.waited_s - waiting
 
+    def hold_cap(self, now: float, holding: bool) -> None:
+        """Stop (or restart) counting running time while it waits on a person."""
+        if holding and self.waiting_since is None:
+            self.waiting_since = now
+        elif not holding and self.waiting_since is not None:
+            self.waited_s += now - self.waiting_since
+            self.waiting_since = None
+
 
 def over_budget(spent_usd: float, budget_usd: float) -> bool:
     """Whether a task's spend has reached its budget; a cent's rounding never makes a run stop early."""
@@ -416,12 +424,16 @@ class TaskRunner:
         """Fail the run once it has run for the cap; time waiting on a person does not count."""
         while (active := self._active.get(run_id)) is not None:
             left = self._run_cap_s - active.running_s(self._clock.time())
-            if left <= 0 and active.waiting_since is None:
+            # Settling (its jobs still run) has its own 30-minute limit, which the settle timer keeps.
+            settling = self._runtime is not None and bool(
+                self._runtime.jobs.running(active.session.session_id)
+            )
+            if left <= 0 and active.waiting_since is None and not settling:
                 active.cap_timer = None  # it is this task: _end must not cancel it
                 await self._stop_at(run_id, "failed", OVER_TIME)
                 return
             # While it waits on a person nothing counts: look again in a minute.
-            await self._clock.sleep(60.0 if active.waiting_since is not None else max(left, 1.0))
+            await self._clock.sleep(60.0 if active.waiting_since is not None or settling else max(left, 1.0))
 
     async def _mark_taken(self, input_id: str) -> None:
         now = self._clock.time()
@@ -595,12 +607,7 @@ class TaskRunner:
         active = self._active.get(run_id) if run_id else None
         if active is None or run_id is None:
             return
-        now = self._clock.time()
-        if waiting and active.waiting_since is None:
-            active.waiting_since = now
-        elif not waiting and active.waiting_since is not None:
-            active.waited_s += now - active.waiting_since
-            active.waiting_since = None
+        active.hold_cap(self._clock.time(), waiting)
         if waiting:
             self._slots.release(run_id)
             self.poke()
