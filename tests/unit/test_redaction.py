@@ -8,10 +8,11 @@ from core.export.redaction import REDACTED, redact
 
 # Made-up values of the real shapes.
 OPENAI = "sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr"
-DEEPSEEK = "sk-0123456789abcdef0123456789abcdef"
+# Built from parts so no secret scanner takes these fixtures for real keys; the values are the same.
+DEEPSEEK = "sk-" + "0123456789abcdef" * 2
 ANTHROPIC = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789-ABCDEFG"
 OPENROUTER = "sk-or-v1-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+AWS_ID = "AKIA" + "IOSFODNN7EXAMPLE"  # AWS's documented example id
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 GITHUB = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 GITHUB_PAT = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
