@@ -455,7 +455,12 @@ async def test_over_a_real_host_the_chip_follows_the_task_and_opens_it(qtbot: Qt
 
             await wait_until(done, timeout=10)
             assert "后台任务 · Tidy downloads · 进行中 ›" in seen  # it was seen working first
-            result = next(w for w in window.chat_view.message_widgets() if w.view.task_id)
+            # The report reaches the chat through the outbox, a moment after the task's stage changes.
+            def task_messages() -> list[MessageWidget]:
+                return [w for w in window.chat_view.message_widgets() if w.view.task_id]
+
+            await wait_until(lambda: bool(task_messages()), timeout=5)
+            [result] = task_messages()
             await wait_until(result.isVisible)
             assert caption_of(result) == "来自后台任务"
 
