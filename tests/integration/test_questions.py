@@ -323,13 +323,22 @@ async def test_a_question_with_a_default_stays_open_across_a_restart_and_its_ans
     async with running_api(host) as client:
         task = await new_task(client, "Compare GPU prices")
         await model_server.wait_until(lambda: len(script.requests["Compare GPU prices"]) >= 3, timeout=10)
+        folder = Path((await client.get(f"/api/tasks/{task['id']}")).json()["folder"])
 
-    script.add("Compare GPU prices", [report("done", "hourly", message="按小时价比较好了。")])
+    # The recover run can't finish before the answer is in: it waits for a gate opened after answering.
+    script.add(
+        "Compare GPU prices",
+        [
+            bash("while [ ! -f gate ]; do sleep 0.01; done; echo resumed"),
+            report("done", "hourly", message="按小时价比较好了。"),
+        ],
+    )
     again = make_host(tmp_path / "data", model_server.base_url, home=home)
     async with running_api(again) as client:
         [question] = await again.tasks.open_questions()
         assert question.default == "包月价"
         await again.tasks.answer(question.id, "按小时价")
+        (folder / "gate").write_text("go")
         done = await wait_stage(again, client, task["id"], "ready")
         assert (done["runs"][0]["cause"], done["runs"][0]["outcome"]) == ("launch", "interrupted")
         assert any("按小时价" in t for b in script.requests["Compare GPU prices"][3:] for t in _users(b))
