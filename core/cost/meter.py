@@ -21,6 +21,12 @@ log = logging.getLogger(__name__)
 Overrides = Callable[[], Mapping[str, PriceOverride]]
 
 
+def reached_budget(spent_usd: float, budget_usd: float) -> bool:
+    """Whether a run's (or task's) USD spend has reached its budget. Nothing spent never has (an unpriced
+    model's budget never triggers), and a float's last digit never stops a run a call early."""
+    return spent_usd > 0 and spent_usd >= budget_usd - 1e-9
+
+
 @dataclass
 class RunCost:
     """The running total of one run (mutable: it grows with each response)."""

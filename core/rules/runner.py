@@ -38,7 +38,7 @@ from core.agent.tool_api import SessionKind, ToolContext, ToolError, ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.clock import Clock
-from core.cost.meter import CostMeter, RunCost
+from core.cost.meter import CostMeter, RunCost, reached_budget
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
 from core.events import RuleChanged
@@ -53,6 +53,7 @@ from core.store.rules import RuleRecord
 from core.store.runs import RunCause, RunMode, RunOutcome, RunRecord
 from core.tasks.language import language_of
 from core.tasks.report import Report, validate_report
+from core.tasks.running_time import RunningTime, reach_cap
 from core.tasks.tools import TaskReportArgs
 
 if TYPE_CHECKING:
@@ -106,23 +107,8 @@ class _Active:
     base_url: str = ""
     cost: RunCost = field(default_factory=RunCost)
     stopping: bool = False  # stopped at a limit: its cancelled turn is not nudged or settled
+    running: RunningTime = field(default_factory=lambda: RunningTime(0.0))
     cap_timer: asyncio.Task[None] | None = None
-    # The time cap counts running time: from the start, minus the time spent waiting on a person.
-    started_at: float = 0.0
-    waiting_since: float | None = None
-    waited_s: float = 0.0
-
-    def running_s(self, now: float) -> float:
-        waiting = now - self.waiting_since if self.waiting_since is not None else 0.0
-        return now - self.started_at - self.waited_s - waiting
-
-    def hold_cap(self, now: float, holding: bool) -> None:
-        """Stop (or restart) counting running time while it waits on a person."""
-        if holding and self.waiting_since is None:
-            self.waiting_since = now
-        elif not holding and self.waiting_since is not None:
-            self.waited_s += now - self.waiting_since
-            self.waiting_since = None
 
 
 class RuleReportArgs(TaskReportArgs):
@@ -346,7 +332,7 @@ class RuleRunner:
             return
         now = self._clock.time()
         active = _Active(
-            run_id, rule, run.mode, session, base_url=session.spec.model.base_url, started_at=now
+            run_id, rule, run.mode, session, base_url=session.spec.model.base_url, running=RunningTime(now)
         )
         self._active[run_id] = active
         self._by_session[session.session_id] = run_id
@@ -474,7 +460,7 @@ class RuleRunner:
         if cost is not None and cost.currency == "USD":
             self._on_cost(active.rule.bot_id, float(cost.amount))
         budget = active.rule.run_budget_usd
-        if not active.stopping and active.cost.usd > 0 and active.cost.usd >= budget - 1e-9:
+        if not active.stopping and reached_budget(active.cost.usd, budget):
             self._spawn(self._stop_at(active.run_id, "budget", OVER_BUDGET.format(budget=budget)))
 
     async def _stop_at(self, run_id: str, outcome: RunOutcome, error: str) -> None:
@@ -489,24 +475,21 @@ class RuleRunner:
         await self._end(active, outcome, error=error)
 
     async def _time_cap(self, run_id: str) -> None:
-        """Fail the run once it has run for the cap. An act run's approval (up to an hour) doesn't count,
-        and a settling run (its jobs still run) is left to the settle limit."""
-        while (active := self._active.get(run_id)) is not None:
-            left = self._run_cap_s - active.running_s(self._clock.time())
-            settling = self._runtime is not None and bool(
-                self._runtime.jobs.running(active.session.session_id)
-            )
-            if left <= 0 and active.waiting_since is None and not settling:
+        """Fail the run once it has run for the cap (core.tasks.running_time says what counts)."""
+        if await reach_cap(self._clock, self._run_cap_s, lambda: self._active.get(run_id), self._settling):
+            active = self._active.get(run_id)
+            if active is not None:
                 active.cap_timer = None  # it is this task: _end must not cancel it
                 await self._stop_at(run_id, "failed", OVER_TIME)
-                return
-            await self._clock.sleep(60.0 if active.waiting_since is not None or settling else max(left, 1.0))
+
+    def _settling(self, session_id: str) -> bool:
+        return self._runtime is not None and bool(self._runtime.jobs.running(session_id))
 
     def wait_for_person(self, run_id: str, waiting: bool) -> None:
         """An act run's call waits on an approval (or stopped waiting): the time cap pauses meanwhile."""
         active = self._active.get(run_id)
         if active is not None:
-            active.hold_cap(self._clock.time(), waiting)
+            active.running.hold(self._clock.time(), waiting)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         async def run() -> None:

@@ -27,7 +27,7 @@ from core.agent.tool_api import ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.clock import Clock
-from core.cost.meter import CostMeter, RunCost
+from core.cost.meter import CostMeter, RunCost, reached_budget
 from core.events import RunStepAdded, TaskChanged
 from core.ids import new_id
 from core.store import bots as bot_rows
@@ -40,6 +40,7 @@ from core.store.runs import RunOutcome, RunRecord
 from core.store.tasks import TaskRecord
 from core.tasks.prompts import NUDGE, SETTLE_LIMIT_NOTE, TASK_SECTION
 from core.tasks.report import Report
+from core.tasks.running_time import RunningTime, reach_cap
 from core.tasks.slots import Priority, SlotError, Slots, pick, priority_of
 from core.tasks.slots import QueuedRun as SlotRequest
 from core.tasks.withdraw import withdraw_open_questions
@@ -88,28 +89,8 @@ class _Active:
     budget_usd: float = 0.0
     cost: RunCost = field(default_factory=RunCost)
     over_budget: bool = False
-    # The time cap: running time counts from the start, minus the time spent waiting on a person.
-    started_at: float = 0.0
-    waiting_since: float | None = None
-    waited_s: float = 0.0
+    running: RunningTime = field(default_factory=lambda: RunningTime(0.0))
     cap_timer: asyncio.Task[None] | None = None
-
-    def running_s(self, now: float) -> float:
-        waiting = now - self.waiting_since if self.waiting_since is not None else 0.0
-        return now - self.started_at - self.waited_s - waiting
-
-    def hold_cap(self, now: float, holding: bool) -> None:
-        """Stop (or restart) counting running time while it waits on a person."""
-        if holding and self.waiting_since is None:
-            self.waiting_since = now
-        elif not holding and self.waiting_since is not None:
-            self.waited_s += now - self.waiting_since
-            self.waiting_since = None
-
-
-def over_budget(spent_usd: float, budget_usd: float) -> bool:
-    """Whether a task's spend has reached its budget; a cent's rounding never makes a run stop early."""
-    return spent_usd > 0 and spent_usd >= budget_usd - 1e-9
 
 
 def _minus(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
@@ -303,7 +284,7 @@ class TaskRunner:
                 lambda s: run_rows.end_run(s, run_id, outcome="stopped", now=self._clock.time())
             )
             return
-        if over_budget(task.spent_usd, task.budget_usd):
+        if reached_budget(task.spent_usd, task.budget_usd):
             # Still over its budget (a person wrote while the budget question waits): the input is kept
             # untaken and the question is asked again (P3 §8).
             await self._end(run_id, "budget")
@@ -320,7 +301,7 @@ class TaskRunner:
             base_url=session.spec.model.base_url,
             spent_before=task.spent_usd,
             budget_usd=task.budget_usd,
-            started_at=now,
+            running=RunningTime(now),
         )
         self._active[run_id] = active
         self._by_session[session.session_id] = run_id
@@ -405,7 +386,7 @@ class TaskRunner:
         if cost is not None and cost.currency == "USD":
             self._on_cost(active.bot_id, float(cost.amount))
         spent = active.spent_before + active.cost.usd
-        if not active.over_budget and not active.stopping and over_budget(spent, active.budget_usd):
+        if not active.over_budget and not active.stopping and reached_budget(spent, active.budget_usd):
             active.over_budget = True
             self._spawn(self._stop_at(active.run_id, "budget"))
 
@@ -421,19 +402,15 @@ class TaskRunner:
         await self._end(run_id, outcome, error=error)
 
     async def _time_cap(self, run_id: str) -> None:
-        """Fail the run once it has run for the cap; time waiting on a person does not count."""
-        while (active := self._active.get(run_id)) is not None:
-            left = self._run_cap_s - active.running_s(self._clock.time())
-            # Settling (its jobs still run) has its own 30-minute limit, which the settle timer keeps.
-            settling = self._runtime is not None and bool(
-                self._runtime.jobs.running(active.session.session_id)
-            )
-            if left <= 0 and active.waiting_since is None and not settling:
+        """Fail the run once it has run for the cap (core.tasks.running_time says what counts)."""
+        if await reach_cap(self._clock, self._run_cap_s, lambda: self._active.get(run_id), self._settling):
+            active = self._active.get(run_id)
+            if active is not None:
                 active.cap_timer = None  # it is this task: _end must not cancel it
                 await self._stop_at(run_id, "failed", OVER_TIME)
-                return
-            # While it waits on a person nothing counts: look again in a minute.
-            await self._clock.sleep(60.0 if active.waiting_since is not None or settling else max(left, 1.0))
+
+    def _settling(self, session_id: str) -> bool:
+        return self._runtime is not None and bool(self._runtime.jobs.running(session_id))
 
     async def _mark_taken(self, input_id: str) -> None:
         now = self._clock.time()
@@ -607,7 +584,7 @@ class TaskRunner:
         active = self._active.get(run_id) if run_id else None
         if active is None or run_id is None:
             return
-        active.hold_cap(self._clock.time(), waiting)
+        active.running.hold(self._clock.time(), waiting)
         if waiting:
             self._slots.release(run_id)
             self.poke()
