@@ -33,3 +33,13 @@ async def wait_until(
         raise TimeoutError(f"timed out after {timeout}s waiting for {what}") from None
     finally:
         unsubscribe()
+
+
+async def yield_until(predicate: Callable[[], bool], what: str = "condition", rounds: int = 10_000) -> None:
+    """Let the loop run until `predicate` holds, for code with no event to wait on (a sleeper on the fake
+    clock, a task finishing): yield a bounded number of times, never sleeping."""
+    for _ in range(rounds):
+        if predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"never happened: {what}")

@@ -30,6 +30,7 @@ from core.tasks import retention_sweeper
 from core.tasks.folders import task_folder
 from core.tasks.retention import DAY_S
 from core.tasks.retention_sweeper import RetentionReport, RetentionSweeper
+from tests.waiting import yield_until
 
 ZONE = "Asia/Shanghai"
 # Day 35 of the simulation is 2026-12-31 20:00 in Shanghai, so the rule run of December 1st is more than 30
@@ -463,11 +464,7 @@ async def test_the_sweeper_runs_on_its_own_timer_and_when_poked(world: World) ->
 
 
 async def until_asleep(clock: FakeClock) -> None:
-    for _ in range(200):
-        if clock.sleeper_count:
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("the sweeper never went to sleep")
+    await yield_until(lambda: clock.sleeper_count > 0, "the sweeper went to sleep", rounds=200)
 
 
 async def test_old_runs_are_pruned_page_by_page(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

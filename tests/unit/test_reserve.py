@@ -5,13 +5,13 @@ reads, and the sentence for settings and needs-you. No real sleeps: the clock mo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 
 from core.clock import FakeClock
 from core.cost.balance import BalanceReading
 from core.cost.reserve import BotBalanceSource, ReserveState, ReserveWatcher, reserve_line
+from tests.waiting import yield_until
 
 OPENROUTER = "https://openrouter.ai/api/v1"
 
@@ -49,18 +49,8 @@ class Bots:
         return list(self.sources)
 
 
-async def until(predicate: Callable[[], bool], what: str) -> None:
-    """Let the loop run until `predicate` holds. The watcher has no event to wait on, so yield a bounded
-    number of times (no sleeping)."""
-    for _ in range(10_000):
-        if predicate():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError(f"never happened: {what}")
-
-
 async def asleep(clock: FakeClock) -> None:
-    await until(lambda: clock.sleeper_count >= 1, "the watcher went to sleep on the fake clock")
+    await yield_until(lambda: clock.sleeper_count >= 1, "the watcher went to sleep on the fake clock")
 
 
 @pytest.fixture
@@ -102,10 +92,10 @@ async def test_every_bot_is_read_at_start_and_then_every_5_minutes(
     assert len(provider.calls) == 2
 
     clock.advance(1)
-    await until(lambda: len(provider.calls) == 4, "the second round of reads")
+    await yield_until(lambda: len(provider.calls) == 4, "the second round of reads")
     await asleep(clock)
     clock.advance(300)
-    await until(lambda: len(provider.calls) == 6, "the third round of reads")
+    await yield_until(lambda: len(provider.calls) == 6, "the third round of reads")
 
     await watcher.stop()
     assert not watcher.running
@@ -157,7 +147,7 @@ async def test_spend_recorded_while_a_read_is_under_way_stays_taken_off(
     watcher.record_spend("b1", 0.5)  # before the read: the provider's answer includes it
     provider.gate = asyncio.Event()
     reading = asyncio.create_task(watcher.refresh("b1"))
-    await until(lambda: len(provider.calls) == 1, "the read started")
+    await yield_until(lambda: len(provider.calls) == 1, "the read started")
     watcher.record_spend("b1", 1.0)  # during the read: it may not be in the answer
     provider.readings[OPENROUTER] = limited(10.0, 5.0)
     provider.gate.set()
@@ -219,7 +209,7 @@ async def test_one_failing_bot_never_stops_the_others(clock: FakeClock, provider
 
     bots.broken = True  # listing fails: what is known is kept, the watcher keeps going
     clock.advance(300)
-    await until(lambda: clock.sleeper_count == 0, "the watcher woke")
+    await yield_until(lambda: clock.sleeper_count == 0, "the watcher woke")
     await asleep(clock)
     assert watcher.state("good").kind == "ok"
     await watcher.stop()
@@ -246,7 +236,7 @@ async def test_concurrent_refreshes_share_one_read(clock: FakeClock, provider: P
     watcher = watcher_for(clock, provider, Bots(bot()))
     provider.gate = asyncio.Event()
     first = asyncio.create_task(watcher.refresh("b1"))
-    await until(lambda: len(provider.calls) == 1, "the read started")
+    await yield_until(lambda: len(provider.calls) == 1, "the read started")
     others = [asyncio.create_task(watcher.refresh("b1")), asyncio.create_task(watcher.refresh())]
     for _ in range(20):
         await asyncio.sleep(0)
@@ -265,7 +255,7 @@ async def test_a_caller_that_gives_up_leaves_the_shared_read_to_the_others(
     provider.gate = asyncio.Event()
     impatient = asyncio.create_task(watcher.refresh("b1"))
     patient = asyncio.create_task(watcher.refresh("b1"))
-    await until(lambda: len(provider.calls) == 1, "the read started")
+    await yield_until(lambda: len(provider.calls) == 1, "the read started")
     impatient.cancel()
     with pytest.raises(asyncio.CancelledError):
         await impatient
@@ -279,12 +269,12 @@ async def test_a_read_of_a_replaced_key_is_ignored(clock: FakeClock, provider: P
     watcher = watcher_for(clock, provider, bots)
     provider.gate = asyncio.Event()
     old = asyncio.create_task(watcher.refresh("b1"))
-    await until(lambda: len(provider.calls) == 1, "the old key's read started")
+    await yield_until(lambda: len(provider.calls) == 1, "the old key's read started")
 
     bots.sources = [bot(base_url="https://other.example/v1", key="sk-new")]
     provider.readings["https://other.example/v1"] = BalanceReading(False, "unsupported")
     new = asyncio.create_task(watcher.refresh("b1"))
-    await until(lambda: len(provider.calls) == 2, "the new key's read started")
+    await yield_until(lambda: len(provider.calls) == 2, "the new key's read started")
     provider.gate.set()
     await asyncio.wait_for(asyncio.gather(old, new), 5)
 
@@ -312,7 +302,7 @@ async def test_stop_ends_a_read_under_way_and_its_waiters_quietly(
     watcher = watcher_for(clock, provider, Bots(bot()))
     provider.gate = asyncio.Event()
     waiting = asyncio.create_task(watcher.refresh("b1"))
-    await until(lambda: len(provider.calls) == 1, "the read started")
+    await yield_until(lambda: len(provider.calls) == 1, "the read started")
     await watcher.stop()
     await asyncio.wait_for(waiting, 5)
     assert watcher.state("b1").kind == "off"

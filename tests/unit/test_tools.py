@@ -18,6 +18,7 @@ from core.agent.tool_api import ToolContext, ToolError, ToolSpec
 from core.agent.tools.common import common_tools
 from core.clock import Clock, FakeClock, SystemClock
 from tests.processes import read_fifo, wait_gone
+from tests.waiting import yield_until
 
 # -- harness ---------------------------------------------------------------------------------------------
 
@@ -79,12 +80,7 @@ async def env(tmp_path: Path) -> Any:
 
 
 async def until_sleeping(clock: FakeClock) -> None:
-    """Yield to the loop (no time passes) until the code under test waits on the fake clock."""
-    for _ in range(10_000):
-        if clock.sleeper_count:
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("nothing is sleeping on the fake clock")
+    await yield_until(lambda: clock.sleeper_count > 0, "something sleeps on the fake clock")
 
 
 def fifo(ws: Path, name: str = "pid.fifo") -> Path:
