@@ -455,6 +455,7 @@ async def test_over_a_real_host_the_chip_follows_the_task_and_opens_it(qtbot: Qt
 
             await wait_until(done, timeout=10)
             assert "后台任务 · Tidy downloads · 进行中 ›" in seen  # it was seen working first
+
             # The report reaches the chat through the outbox, a moment after the task's stage changes.
             def task_messages() -> list[MessageWidget]:
                 return [w for w in window.chat_view.message_widgets() if w.view.task_id]
