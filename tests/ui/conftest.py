@@ -23,7 +23,11 @@ import qasync
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from tests.fakes.fake_attention import FakeAttentionFacade
+from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
+from tests.fakes.fake_rules import FakeRuleFacade
+from tests.fakes.fake_tasks import FakeTaskFacade
 from ui import i18n, theme
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
@@ -89,6 +93,18 @@ def facade() -> FakeChatFacade:
 
 
 @pytest.fixture
+def tasks(facade: FakeChatFacade) -> FakeTaskFacade:
+    return FakeTaskFacade(facade)
+
+
+@pytest.fixture
+def bots(facade: FakeChatFacade) -> FakeBotFacade:
+    made = FakeBotFacade(facade.bus)
+    made.add("天天", bot_id="bot-1")
+    return made
+
+
+@pytest.fixture
 def bridge(facade: FakeChatFacade) -> Iterator[EventBridge]:
     made = EventBridge(facade.bus)
     yield made
@@ -102,3 +118,20 @@ def window(qtbot: QtBot, facade: FakeChatFacade, bridge: EventBridge) -> Iterato
     made.show()
     yield made
     made.shutdown()
+
+
+def full_window(
+    qtbot: QtBot,
+    facade: FakeChatFacade,
+    bridge: EventBridge,
+    tasks: FakeTaskFacade,
+    bots: FakeBotFacade,
+    rules: FakeRuleFacade,
+) -> MainWindow:
+    """A shown main window with every facade (tasks, needs-you, bots, rules); the caller shuts it down."""
+    made = MainWindow(
+        facade, bridge, tasks=tasks, attention=FakeAttentionFacade(facade), bots=bots, rules=rules
+    )
+    qtbot.addWidget(made)
+    made.show()
+    return made

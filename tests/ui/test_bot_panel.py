@@ -28,20 +28,8 @@ DAY = 24 * 3600
 
 
 @pytest.fixture
-def tasks(facade: FakeChatFacade) -> FakeTaskFacade:
-    return FakeTaskFacade(facade)
-
-
-@pytest.fixture
 def attention(facade: FakeChatFacade) -> FakeAttentionFacade:
     return FakeAttentionFacade(facade)
-
-
-@pytest.fixture
-def bots(facade: FakeChatFacade) -> FakeBotFacade:
-    made = FakeBotFacade(facade.bus)
-    made.add("天天", bot_id="bot-1")
-    return made
 
 
 @pytest.fixture

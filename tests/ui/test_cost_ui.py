@@ -26,7 +26,7 @@ from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_rules import FakeRuleFacade, FakeRuleFacadeWithRuns
 from tests.fakes.fake_tasks import FakeTaskFacade, run
-from tests.ui.conftest import wait_until
+from tests.ui.conftest import full_window, wait_until
 from ui import export_action, i18n
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
@@ -49,11 +49,6 @@ class FakeSaveDialog:
         self.suggested.append(suggested)
         await asyncio.sleep(0)
         return self.answer
-
-
-@pytest.fixture
-def tasks(facade: FakeChatFacade) -> FakeTaskFacade:
-    return FakeTaskFacade(facade)
 
 
 @pytest.fixture
@@ -350,29 +345,6 @@ async def test_a_rule_exports_too(qtbot: QtBot, save_dialog: FakeSaveDialog) -> 
 # -- rules: this month's cost -----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def bots(facade: FakeChatFacade) -> FakeBotFacade:
-    made = FakeBotFacade(facade.bus)
-    made.add("天天", bot_id="bot-1")
-    return made
-
-
-def rules_window(
-    qtbot: QtBot,
-    facade: FakeChatFacade,
-    bridge: EventBridge,
-    tasks: FakeTaskFacade,
-    bots: FakeBotFacade,
-    rules: FakeRuleFacade,
-) -> MainWindow:
-    made = MainWindow(
-        facade, bridge, tasks=tasks, attention=FakeAttentionFacade(facade), bots=bots, rules=rules
-    )
-    qtbot.addWidget(made)
-    made.show()
-    return made
-
-
 async def test_a_rule_says_its_cost_this_month_in_its_row_its_detail_and_each_run(
     qtbot: QtBot,
     facade: FakeChatFacade,
@@ -381,7 +353,7 @@ async def test_a_rule_says_its_cost_this_month_in_its_row_its_detail_and_each_ru
     bots: FakeBotFacade,
 ) -> None:
     rules = FakeRuleFacadeWithRuns(facade.bus)
-    window = rules_window(qtbot, facade, bridge, tasks, bots, rules)
+    window = full_window(qtbot, facade, bridge, tasks, bots, rules)
     try:
         facade.add_conversation("GPU")
         free = rules.add_rule("Nothing spent yet")
@@ -424,7 +396,7 @@ async def test_in_chinese_a_rule_paused_at_its_budget_reads_as_asked(
 ) -> None:
     i18n.use_language("zh")
     rules = FakeRuleFacade(facade.bus)
-    window = rules_window(qtbot, facade, bridge, tasks, bots, rules)
+    window = full_window(qtbot, facade, bridge, tasks, bots, rules)
     try:
         facade.add_conversation("GPU")
         rules.add_rule("看 X 价格", month_cost_usd=3.0, month_budget_usd=3.0, paused_reason="budget")

@@ -32,11 +32,6 @@ def attention(facade: FakeChatFacade) -> FakeAttentionFacade:
 
 
 @pytest.fixture
-def tasks(facade: FakeChatFacade) -> FakeTaskFacade:
-    return FakeTaskFacade(facade)
-
-
-@pytest.fixture
 def needs_window(
     qtbot: QtBot,
     facade: FakeChatFacade,

@@ -16,12 +16,11 @@ from pytestqt.qtbot import QtBot
 from core.bus import EventBus
 from core.chat.views import ActivityStep
 from core.events import RuleChanged
-from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_rules import FakeRuleFacade, FakeRuleFacadeWithRuns
 from tests.fakes.fake_tasks import FakeTaskFacade
-from tests.ui.conftest import wait_until
+from tests.ui.conftest import full_window, wait_until
 from ui.bot_panel import BotPanel
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
@@ -33,36 +32,8 @@ TZ = "Asia/Shanghai"
 
 
 @pytest.fixture
-def tasks(facade: FakeChatFacade) -> FakeTaskFacade:
-    return FakeTaskFacade(facade)
-
-
-@pytest.fixture
 def rules(facade: FakeChatFacade) -> FakeRuleFacade:
     return FakeRuleFacade(facade.bus)
-
-
-@pytest.fixture
-def bots(facade: FakeChatFacade) -> FakeBotFacade:
-    made = FakeBotFacade(facade.bus)
-    made.add("天天", bot_id="bot-1")
-    return made
-
-
-def make_window(
-    qtbot: QtBot,
-    facade: FakeChatFacade,
-    bridge: EventBridge,
-    tasks: FakeTaskFacade,
-    bots: FakeBotFacade,
-    rules: FakeRuleFacade,
-) -> MainWindow:
-    made = MainWindow(
-        facade, bridge, tasks=tasks, attention=FakeAttentionFacade(facade), bots=bots, rules=rules
-    )
-    qtbot.addWidget(made)
-    made.show()
-    return made
 
 
 @pytest.fixture
@@ -74,7 +45,7 @@ def panel_window(
     bots: FakeBotFacade,
     rules: FakeRuleFacade,
 ) -> Iterator[MainWindow]:
-    made = make_window(qtbot, facade, bridge, tasks, bots, rules)
+    made = full_window(qtbot, facade, bridge, tasks, bots, rules)
     yield made
     made.shutdown()
 
@@ -201,7 +172,7 @@ async def test_the_run_log_shows_newest_first_when_the_facade_keeps_one(
     bots: FakeBotFacade,
 ) -> None:
     rules = FakeRuleFacadeWithRuns(facade.bus)
-    window = make_window(qtbot, facade, bridge, tasks, bots, rules)
+    window = full_window(qtbot, facade, bridge, tasks, bots, rules)
     try:
         facade.add_conversation("GPU")
         rule = rules.add_rule("Watch X", mode="observe")
@@ -244,7 +215,7 @@ async def test_a_run_unfolds_in_place_to_its_report_version_permission_and_steps
     bots: FakeBotFacade,
 ) -> None:
     rules = FakeRuleFacadeWithRuns(facade.bus)
-    window = make_window(qtbot, facade, bridge, tasks, bots, rules)
+    window = full_window(qtbot, facade, bridge, tasks, bots, rules)
     try:
         facade.add_conversation("GPU")
         rule = rules.add_rule("Watch X", mode="observe", version=2)

@@ -38,11 +38,6 @@ class LiveBots(FakeBotFacade):
 
 
 @pytest.fixture
-def tasks(facade: FakeChatFacade) -> FakeTaskFacade:
-    return FakeTaskFacade(facade)
-
-
-@pytest.fixture
 def attention(facade: FakeChatFacade) -> FakeAttentionFacade:
     return FakeAttentionFacade(facade)
 

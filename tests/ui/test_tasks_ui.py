@@ -35,11 +35,6 @@ DAY = 24 * 3600
 
 
 @pytest.fixture
-def tasks(facade: FakeChatFacade) -> FakeTaskFacade:
-    return FakeTaskFacade(facade)
-
-
-@pytest.fixture
 def task_window(
     qtbot: QtBot, facade: FakeChatFacade, bridge: EventBridge, tasks: FakeTaskFacade
 ) -> Iterator[MainWindow]:
