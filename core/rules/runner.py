@@ -53,7 +53,7 @@ from core.store.rules import RuleRecord
 from core.store.runs import RunCause, RunMode, RunOutcome, RunRecord
 from core.tasks.language import language_of
 from core.tasks.report import Report, validate_report
-from core.tasks.running_time import RunningTime, reach_cap
+from core.tasks.running_time import RunningTime, cancel_timers, halt, reach_cap
 from core.tasks.tools import TaskReportArgs
 
 if TYPE_CHECKING:
@@ -192,9 +192,7 @@ class RuleRunner:
             self._unsubscribe()
             self._unsubscribe = None
         for active in self._active.values():
-            for timer in (active.settle_timer, active.cap_timer):
-                if timer is not None:
-                    timer.cancel()
+            cancel_timers(active.settle_timer, active.cap_timer)
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -469,18 +467,13 @@ class RuleRunner:
         if active is None or active.stopping:
             return
         active.stopping = True
-        await active.session.cancel(drop_queued=True)
-        if self._runtime is not None:
-            await self._runtime.jobs.kill_session(active.session.session_id)
+        await halt(active.session, self._runtime)
         await self._end(active, outcome, error=error)
 
     async def _time_cap(self, run_id: str) -> None:
         """Fail the run once it has run for the cap (core.tasks.running_time says what counts)."""
         if await reach_cap(self._clock, self._run_cap_s, lambda: self._active.get(run_id), self._settling):
-            active = self._active.get(run_id)
-            if active is not None:
-                active.cap_timer = None  # it is this task: _end must not cancel it
-                await self._stop_at(run_id, "failed", OVER_TIME)
+            await self._stop_at(run_id, "failed", OVER_TIME)
 
     def _settling(self, session_id: str) -> bool:
         return self._runtime is not None and bool(self._runtime.jobs.running(session_id))
@@ -552,9 +545,7 @@ class RuleRunner:
         if self._active.pop(active.run_id, None) is None:
             return
         self._by_session.pop(active.session.session_id, None)
-        for timer in (active.settle_timer, active.cap_timer):
-            if timer is not None:
-                timer.cancel()
+        cancel_timers(active.settle_timer, active.cap_timer)
         steps = active.activity.to_json()
         tokens = (active.tokens_in, active.tokens_out)
         cost = active.cost

@@ -40,7 +40,7 @@ from core.store.runs import RunOutcome, RunRecord
 from core.store.tasks import TaskRecord
 from core.tasks.prompts import NUDGE, SETTLE_LIMIT_NOTE, TASK_SECTION
 from core.tasks.report import Report
-from core.tasks.running_time import RunningTime, reach_cap
+from core.tasks.running_time import RunningTime, cancel_timers, halt, reach_cap
 from core.tasks.slots import Priority, SlotError, Slots, pick, priority_of
 from core.tasks.slots import QueuedRun as SlotRequest
 from core.tasks.withdraw import withdraw_open_questions
@@ -158,9 +158,7 @@ class TaskRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop
         for active in self._active.values():
-            for timer in (active.settle_timer, active.cap_timer):
-                if timer is not None:
-                    timer.cancel()
+            cancel_timers(active.settle_timer, active.cap_timer)
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -396,18 +394,13 @@ class TaskRunner:
         if active is None or active.stopping:
             return
         active.stopping = True
-        await active.session.cancel(drop_queued=True)
-        if self._runtime is not None:
-            await self._runtime.jobs.kill_session(active.session.session_id)
+        await halt(active.session, self._runtime)
         await self._end(run_id, outcome, error=error)
 
     async def _time_cap(self, run_id: str) -> None:
         """Fail the run once it has run for the cap (core.tasks.running_time says what counts)."""
         if await reach_cap(self._clock, self._run_cap_s, lambda: self._active.get(run_id), self._settling):
-            active = self._active.get(run_id)
-            if active is not None:
-                active.cap_timer = None  # it is this task: _end must not cancel it
-                await self._stop_at(run_id, "failed", OVER_TIME)
+            await self._stop_at(run_id, "failed", OVER_TIME)
 
     def _settling(self, session_id: str) -> bool:
         return self._runtime is not None and bool(self._runtime.jobs.running(session_id))
@@ -531,12 +524,11 @@ class TaskRunner:
     async def stop_run(self, run_id: str, *, refuse: bool) -> None:
         """A person stopped the task: cancel its turn, kill its jobs, end the run `stopped`."""
         active = self._active.get(run_id)
-        if active is not None and self._runtime is not None:
+        if active is not None:
             active.stopping = True
             if refuse:
                 active.session.refuse_tools(STOPPED_REFUSAL)
-            await active.session.cancel(drop_queued=True)
-            await self._runtime.jobs.kill_session(active.session.session_id)
+            await halt(active.session, self._runtime)
         await self._end(run_id, "stopped", notify=False)
 
     async def reserve_changed(self, bot_id: str) -> None:
@@ -551,9 +543,7 @@ class TaskRunner:
         if active.stopping:
             return
         active.stopping = True
-        await active.session.cancel(drop_queued=True)
-        if self._runtime is not None:
-            await self._runtime.jobs.kill_session(active.session.session_id)
+        await halt(active.session, self._runtime)
         await self._end(active.run_id, "interrupted", error=RESERVE_PAUSE, notify=False)
         now = self._clock.time()
         task = await self._db.read(lambda s: task_rows.get_task(s, active.task_id))
@@ -598,10 +588,9 @@ class TaskRunner:
     async def fail_run(self, run_id: str, error: str) -> None:
         """End a run as failed from outside its session (an approval timed out): stop its turn and jobs."""
         active = self._active.get(run_id)
-        if active is not None and self._runtime is not None:
+        if active is not None:
             active.stopping = True
-            await active.session.cancel(drop_queued=True)
-            await self._runtime.jobs.kill_session(active.session.session_id)
+            await halt(active.session, self._runtime)
         await self._end(run_id, "failed", error=error)
 
     async def _end(self, run_id: str, outcome: RunOutcome, *, error: str = "", notify: bool = True) -> None:
@@ -611,9 +600,7 @@ class TaskRunner:
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report else None
         if active is not None:
             self._by_session.pop(active.session.session_id, None)
-            for timer in (active.settle_timer, active.cap_timer):
-                if timer is not None:
-                    timer.cancel()
+            cancel_timers(active.settle_timer, active.cap_timer)
             await self._save_activity(active)
             await self._release_session(active.session.session_id)
 
