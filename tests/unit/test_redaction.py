@@ -6,20 +6,20 @@ import pytest
 
 from core.export.redaction import REDACTED, redact
 
-# Made-up values of the real shapes.
-OPENAI = "sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr"
-# Built from parts so no secret scanner takes these fixtures for real keys; the values are the same.
+# Made-up values of the real shapes, built from parts so no secret scanner takes these fixtures for
+# real keys (the values are what they look like joined).
+OPENAI = "sk-" + "proj-Abc123Def456Ghi789Jkl012Mno345Pqr"
 DEEPSEEK = "sk-" + "0123456789abcdef" * 2
-ANTHROPIC = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789-ABCDEFG"
-OPENROUTER = "sk-or-v1-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+ANTHROPIC = "sk-" + "ant-api03-abcdefghijklmnopqrstuvwxyz0123456789-ABCDEFG"
+OPENROUTER = "sk-" + "or-v1-" + "0123456789abcdef" * 4
 AWS_ID = "AKIA" + "IOSFODNN7EXAMPLE"  # AWS's documented example id
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-GITHUB = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
-GITHUB_PAT = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
-GITHUB_OAUTH = "gho_16C7e42F292c6912E7710c838347Ae178B4a"
-SLACK = "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp"
-GOOGLE = "AIzaSyA-1234567890abcdefghijklmnopqrstu"
-JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+AWS_SECRET = "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example
+GITHUB = "ghp" + "_abcdefghijklmnopqrstuvwxyz0123456789"
+GITHUB_PAT = "github" + "_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
+GITHUB_OAUTH = "gho" + "_16C7e42F292c6912E7710c838347Ae178B4a"
+SLACK = "xoxb" + "-1234567890-0987654321-AbCdEfGhIjKlMnOp"
+GOOGLE = "AIza" + "SyA-1234567890abcdefghijklmnopqrstu"
+JWT = "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
     "MIIEowIBAAKCAQEA7bq98Ha0sLmaAzpLqR3MxU\n"
