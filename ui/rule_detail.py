@@ -47,7 +47,7 @@ from ui.activity_view import FOLDED, UNFOLDED, StepRow
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.cost_words import rule_costs, usd_cost
-from ui.delete_confirm import DeleteConfirm, small_button
+from ui.delete_confirm import DeleteFlow, small_button
 from ui.export_action import AskPath, ExportAction
 from ui.i18n import language, t
 from ui.reloader import Reloader
@@ -321,7 +321,6 @@ class RuleDetailBody(QWidget):
         self._now = now
         self._rule_id: str | None = None
         self._rule: RuleView | None = None
-        self._deleting: str | None = None
         self._following = False
         self._calls = AsyncCalls()
         self._reader: Reloader[tuple[str, RuleView | None, list[object] | None]] = Reloader(
@@ -433,21 +432,28 @@ class RuleDetailBody(QWidget):
         )
         self.export_button = self.export.button
         self.export_button.setParent(self.action_row)
-        self.delete_button = self._button(t("rules.detail.delete"), "taskDeleteButton", self._ask_delete)
+        # Deleting drops the run log too, so it asks first, in place, as the task detail does.
+        self.deletion = DeleteFlow(
+            t("rules.detail.delete_confirm"),
+            (t("rules.detail.delete"), t("rules.detail.deleting"), t("rules.detail.cancel")),
+            self,
+            self.action_row,
+            self._calls,
+            current=lambda: self._rule_id,
+            shown=lambda: self._rule is not None,
+            delete=self._rules.delete,
+            starting=self.notice.hide,
+            failed=lambda exc: self._say(t("rules.detail.delete_failed", reason=reason(exc))),
+            reread=self._reader.request,
+        )
+        self.delete_button = self._button(t("rules.detail.delete"), "taskDeleteButton", self.deletion.ask)
         for made in (self.run_button, self.edit_button, self.export_button, self.delete_button):
             row.addWidget(made)
         row.addStretch(1)
         self._column.addWidget(self.action_row)
         self._column.addWidget(self.export.status)
 
-        # Deleting drops the run log too, so it asks first, in place, as the task detail does.
-        self.confirm = DeleteConfirm(
-            t("rules.detail.delete_confirm"),
-            (t("rules.detail.delete"), t("rules.detail.deleting"), t("rules.detail.cancel")),
-            self._on_delete,
-            self._cancel_delete,
-            self,
-        )
+        self.confirm = self.deletion.confirm
         # The names tests and callers use.
         self.confirm_text = self.confirm.text
         self.confirm_delete = self.confirm.delete_button
@@ -531,10 +537,8 @@ class RuleDetailBody(QWidget):
         if rule is None:
             self._rule = None
             self._set_body_visible(False)
-            self.confirm.hide()
             self._say(t("rules.detail.gone"))
-            if self._deleting == rule_id:
-                self._deleting = None
+            if self.deletion.gone(rule_id):
                 self.deleted.emit(rule_id)
             return
         self._rule = rule
@@ -692,38 +696,3 @@ class RuleDetailBody(QWidget):
         if self.editor is not None:
             self.editor.deleteLater()
         self.editor = None
-
-    def _ask_delete(self) -> None:
-        if self._rule_id is None:
-            return
-        self.action_row.hide()
-        self.confirm.ask()
-
-    def _cancel_delete(self) -> None:
-        self.confirm.hide()
-        self.action_row.setVisible(self._rule is not None)
-
-    def _on_delete(self) -> None:
-        rule_id = self._rule_id
-        if rule_id is None or self._deleting == rule_id:
-            return
-        self._deleting = rule_id
-        self.notice.hide()
-        self.confirm.set_busy(True)
-        self._calls.start(
-            self._rules.delete(rule_id),
-            done=lambda _none: self._delete_ended(rule_id, None),
-            failed=lambda exc: self._delete_ended(rule_id, exc),
-        )
-
-    def _delete_ended(self, rule_id: str, exc: Exception | None) -> None:
-        self.confirm.set_busy(False)
-        if rule_id != self._rule_id:
-            self._deleting = None
-            return
-        if exc is not None:
-            self._deleting = None
-            self._say(t("rules.detail.delete_failed", reason=reason(exc)))
-            self._cancel_delete()
-            return
-        self._reader.request()  # reads "gone", then says `deleted`

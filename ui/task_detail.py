@@ -25,7 +25,7 @@ from core.tasks.views import RunView, TaskDetail, TaskView
 from ui import theme
 from ui.async_calls import AsyncCalls
 from ui.budget_editor import BudgetSection
-from ui.delete_confirm import DeleteConfirm, small_button
+from ui.delete_confirm import DeleteFlow, small_button
 from ui.export_action import AskPath, ExportAction
 from ui.i18n import language, t
 from ui.reloader import Reloader
@@ -78,7 +78,6 @@ class TaskDetailBody(QWidget):
         self._task_id: str | None = None
         self._detail: TaskDetail | None = None
         self._stopping: str | None = None
-        self._deleting: str | None = None
         self._following = False
         self._calls = AsyncCalls()
         self._reader: Reloader[tuple[str, TaskDetail | None]] = Reloader(
@@ -181,7 +180,21 @@ class TaskDetailBody(QWidget):
         )
         self.export_button = self.export.button
         self.export_button.setParent(self.action_row)
-        self.delete_button = self._button(t("task.delete"), "taskDeleteButton", self._ask_delete)
+        # Deleting also removes the folder, so it asks first, in place (no modal dialog).
+        self.deletion = DeleteFlow(
+            t("task.delete_confirm"),
+            (t("task.delete"), t("task.deleting"), t("task.cancel")),
+            self,
+            self.action_row,
+            self._calls,
+            current=lambda: self._task_id,
+            shown=lambda: self._detail is not None,
+            delete=self._tasks.delete_task,
+            starting=self.notice.hide,
+            failed=lambda exc: self._say(t("task.delete_failed", reason=reason(exc))),
+            reread=self._reader.request,
+        )
+        self.delete_button = self._button(t("task.delete"), "taskDeleteButton", self.deletion.ask)
         row.addWidget(self.stop_button)
         row.addWidget(self.export_button)
         row.addWidget(self.delete_button)
@@ -189,14 +202,7 @@ class TaskDetailBody(QWidget):
         self._column.addWidget(self.action_row)
         self._column.addWidget(self.export.status)
 
-        # Deleting also removes the folder, so it asks first, in place (no modal dialog).
-        self.confirm = DeleteConfirm(
-            t("task.delete_confirm"),
-            (t("task.delete"), t("task.deleting"), t("task.cancel")),
-            self._on_delete,
-            self._cancel_delete,
-            self,
-        )
+        self.confirm = self.deletion.confirm
         # The names tests and callers use.
         self.confirm_text = self.confirm.text
         self.confirm_delete = self.confirm.delete_button
@@ -284,14 +290,12 @@ class TaskDetailBody(QWidget):
             self._detail = None
             self._set_body_visible(False)
             self._show_actions(None)
-            self.confirm.hide()
             self._say(t("task.gone"))
-            if self._deleting == task_id:
-                self._deleting = None
+            if self.deletion.gone(task_id):
                 self.deleted.emit(task_id)
             return
         self._detail = detail
-        if task_id not in (self._stopping, self._deleting):
+        if task_id not in (self._stopping, self.deletion.deleting):
             self.notice.hide()
         self._show(detail)
 
@@ -375,7 +379,7 @@ class TaskDetailBody(QWidget):
         busy = task is not None and self._stopping == task.id
         self.stop_button.setEnabled(not busy)
         self.stop_button.setText(t("task.stopping") if busy else t("task.stop"))
-        deleting = task is not None and self._deleting == task.id
+        deleting = task is not None and self.deletion.deleting == task.id
         self.delete_button.setVisible(task is not None)
         self.delete_button.setEnabled(not deleting)
         self.action_row.setVisible(task is not None)
@@ -420,41 +424,6 @@ class TaskDetailBody(QWidget):
             self._say(t("task.stop_failed", reason=reason(exc)))
         self._show_actions(self._detail.task if self._detail else None)
         self._reader.request()  # the stopped stage, even if its TaskChanged was missed
-
-    def _ask_delete(self) -> None:
-        if self._task_id is None:
-            return
-        self.action_row.hide()
-        self.confirm.ask()
-
-    def _cancel_delete(self) -> None:
-        self.confirm.hide()
-        self.action_row.setVisible(self._detail is not None)
-
-    def _on_delete(self) -> None:
-        task_id = self._task_id
-        if task_id is None or self._deleting == task_id:
-            return
-        self._deleting = task_id
-        self.notice.hide()
-        self.confirm.set_busy(True)
-        self._calls.start(
-            self._tasks.delete_task(task_id),
-            done=lambda _none: self._delete_ended(task_id, None),
-            failed=lambda exc: self._delete_ended(task_id, exc),
-        )
-
-    def _delete_ended(self, task_id: str, exc: Exception | None) -> None:
-        self.confirm.set_busy(False)
-        if task_id != self._task_id:
-            self._deleting = None
-            return
-        if exc is not None:
-            self._deleting = None
-            self._say(t("task.delete_failed", reason=reason(exc)))
-            self._cancel_delete()
-            return
-        self._reader.request()  # reads "gone", then says `deleted`
 
     def _budget_saved(self, view: TaskView) -> None:
         if self._detail is not None and view.id == self._task_id:

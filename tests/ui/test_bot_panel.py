@@ -171,6 +171,35 @@ async def test_delete_asks_first_then_removes_the_task(
     assert [t.id for t in await tasks.list_tasks()] == [keep.id]
 
 
+async def test_a_delete_that_fails_says_why_keeps_the_task_and_brings_the_actions_back(
+    panel_window: MainWindow, facade: FakeChatFacade, tasks: FakeTaskFacade
+) -> None:
+    facade.add_conversation("GPU")
+    task = tasks.add_task("Delete me", stage="ready")
+    tasks.delete_error = OSError("the folder is in use")
+    panel = await open_panel(panel_window)
+    panel.open_task(task.id)
+    detail = panel.detail
+    assert detail is not None
+    await wait_until(detail.delete_button.isVisible)
+
+    QTest.mouseClick(detail.delete_button, Qt.MouseButton.LeftButton)
+    QTest.mouseClick(detail.confirm_delete, Qt.MouseButton.LeftButton)
+    QTest.mouseClick(detail.confirm_delete, Qt.MouseButton.LeftButton)  # a second click while it deletes
+    await wait_until(detail.notice.isVisible)
+    assert detail.notice.text() == "Couldn't delete it: the folder is in use"
+    assert tasks.deleted == [task.id]  # asked once
+    assert not detail.confirm.isVisible() and detail.delete_button.isVisible()
+    assert panel.showing_detail() and [t.id for t in await tasks.list_tasks()] == [task.id]
+
+    # Once the folder is free, the same button deletes it.
+    tasks.delete_error = None
+    QTest.mouseClick(detail.delete_button, Qt.MouseButton.LeftButton)
+    QTest.mouseClick(detail.confirm_delete, Qt.MouseButton.LeftButton)
+    await wait_until(lambda: not panel.showing_detail())
+    assert tasks.deleted == [task.id, task.id] and await tasks.list_tasks() == []
+
+
 async def test_a_runs_steps_fold_and_unfold_and_follow_a_working_run(
     panel_window: MainWindow, facade: FakeChatFacade, tasks: FakeTaskFacade
 ) -> None:
