@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -472,10 +473,11 @@ class RuleRunner:
 
     async def _time_cap(self, run_id: str) -> None:
         """Fail the run once it has run for the cap (core.tasks.running_time says what counts)."""
-        if await reach_cap(self._clock, self._run_cap_s, lambda: self._active.get(run_id), self._settling):
+        current = functools.partial(self._active.get, run_id)
+        if await reach_cap(self._clock, self._run_cap_s, current, self._jobs_running):
             await self._stop_at(run_id, "failed", OVER_TIME)
 
-    def _settling(self, session_id: str) -> bool:
+    def _jobs_running(self, session_id: str) -> bool:
         return self._runtime is not None and bool(self._runtime.jobs.running(session_id))
 
     def wait_for_person(self, run_id: str, waiting: bool) -> None:
@@ -504,11 +506,12 @@ class RuleRunner:
         assert self._runtime is not None
         active.checking = True
         try:
-            if self._runtime.jobs.running(active.session.session_id):
+            if self._jobs_running(active.session.session_id):
                 now = self._clock.time()
                 await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "settling", now=now))
                 if active.settle_timer is None:
                     active.settle_timer = asyncio.get_running_loop().create_task(self._settle_limit(run_id))
+                self._bus.publish(RuleChanged(active.rule.id))  # its run log shows it settling
                 return
             report = active.report
             if active.approval_expired:

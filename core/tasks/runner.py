@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -399,11 +400,9 @@ class TaskRunner:
 
     async def _time_cap(self, run_id: str) -> None:
         """Fail the run once it has run for the cap (core.tasks.running_time says what counts)."""
-        if await reach_cap(self._clock, self._run_cap_s, lambda: self._active.get(run_id), self._settling):
+        current = functools.partial(self._active.get, run_id)
+        if await reach_cap(self._clock, self._run_cap_s, current, self._jobs_running):
             await self._stop_at(run_id, "failed", OVER_TIME)
-
-    def _settling(self, session_id: str) -> bool:
-        return self._runtime is not None and bool(self._runtime.jobs.running(session_id))
 
     async def _mark_taken(self, input_id: str) -> None:
         now = self._clock.time()
@@ -448,9 +447,8 @@ class TaskRunner:
 
         await self._db.write(save)
 
-    def _jobs_running(self, session_id: str) -> int:
-        assert self._runtime is not None
-        return len(self._runtime.jobs.running(session_id))
+    def _jobs_running(self, session_id: str) -> bool:
+        return self._runtime is not None and bool(self._runtime.jobs.running(session_id))
 
     async def _check_settled(self, run_id: str) -> None:
         active = self._active.get(run_id)
