@@ -331,7 +331,12 @@ class RuleRunner:
             return
         now = self._clock.time()
         active = _Active(
-            run_id, rule, run.mode, session, base_url=session.spec.model.base_url, running=RunningTime(now)
+            run_id,
+            rule,
+            run.mode,
+            session,
+            base_url=session.spec.model.base_url,
+            running=RunningTime(self._clock.monotonic()),
         )
         self._active[run_id] = active
         self._by_session[session.session_id] = run_id
@@ -484,7 +489,7 @@ class RuleRunner:
         """An act run's call waits on an approval (or stopped waiting): the time cap pauses meanwhile."""
         active = self._active.get(run_id)
         if active is not None:
-            active.running.hold(self._clock.time(), waiting)
+            active.running.hold(self._clock.monotonic(), waiting)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         async def run() -> None:

@@ -300,7 +300,7 @@ class TaskRunner:
             base_url=session.spec.model.base_url,
             spent_before=task.spent_usd,
             budget_usd=task.budget_usd,
-            running=RunningTime(now),
+            running=RunningTime(self._clock.monotonic()),
         )
         self._active[run_id] = active
         self._by_session[session.session_id] = run_id
@@ -572,7 +572,7 @@ class TaskRunner:
         active = self._active.get(run_id) if run_id else None
         if active is None or run_id is None:
             return
-        active.running.hold(self._clock.time(), waiting)
+        active.running.hold(self._clock.monotonic(), waiting)
         if waiting:
             self._slots.release(run_id)
             self.poke()

@@ -1,8 +1,10 @@
 """The running time of a background run and its cap (P3 §8), shared by task runs (4 h) and rule runs (15 min).
 
 Running time counts from the run's start, minus the time it spent waiting on a person (an approval): a run
-that waits an hour for someone to say yes has not been working for that hour. A run that is settling (its
-turn ended, its jobs still run) is left to the separate settle limit, so the cap never cuts it short.
+that waits an hour for someone to say yes has not been working for that hour. It is read on the monotonic
+clock, so a night the machine spent asleep, or a change of the wall clock, is not running time either. A run
+that is settling (its turn ended, its jobs still run) is left to the separate settle limit, so the cap never
+cuts it short.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ async def reach_cap(
     """Sleep until the run has run for `cap_s` while neither waiting on a person nor settling (`settling`
     is asked with its session id): True then, False as soon as the run is gone (`current()` is None)."""
     while (run := current()) is not None:
-        left = cap_s - run.running.running_s(clock.time())
+        left = cap_s - run.running.running_s(clock.monotonic())
         paused = run.running.waiting or settling(run.session.session_id)
         if left <= 0 and not paused:
             return True

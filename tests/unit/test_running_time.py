@@ -1,4 +1,5 @@
-"""A background run's time cap counts running time only: waiting on a person and settling don't count."""
+"""A background run's time cap counts running time only: waiting on a person, settling and a machine asleep
+don't count."""
 
 from __future__ import annotations
 
@@ -35,16 +36,16 @@ def test_time_spent_waiting_on_a_person_is_not_running_time() -> None:
 
 async def test_the_cap_is_reached_after_running_time_not_wall_time() -> None:
     clock = FakeClock()
-    run = _Run(RunningTime(clock.time()))
+    run = _Run(RunningTime(clock.monotonic()))
     reached = asyncio.ensure_future(reach_cap(clock, CAP_S, lambda: run, lambda _sid: False))
     await yield_until(lambda: clock.sleeping_for(CAP_S))
     clock.advance(5 * 60.0)
-    run.running.hold(clock.time(), True)  # waits on a person for an hour from minute 5
+    run.running.hold(clock.monotonic(), True)  # waits on a person for an hour from minute 5
     clock.advance(10 * 60.0)  # the first sleep ends at minute 15, but it has run only 5
     await yield_until(lambda: clock.sleeping_for(60.0))
     assert not reached.done()
     clock.advance(50 * 60.0)
-    run.running.hold(clock.time(), False)
+    run.running.hold(clock.monotonic(), False)
     await yield_until(lambda: clock.sleeper_count == 1)
     clock.advance(9 * 60.0)
     await asyncio.sleep(0)
@@ -56,7 +57,7 @@ async def test_the_cap_is_reached_after_running_time_not_wall_time() -> None:
 
 async def test_a_settling_run_is_left_to_its_settle_limit() -> None:
     clock = FakeClock()
-    run = _Run(RunningTime(clock.time()))
+    run = _Run(RunningTime(clock.monotonic()))
     settling: set[str] = {"rule-r1-1"}
     reached = asyncio.ensure_future(reach_cap(clock, CAP_S, lambda: run, lambda sid: sid in settling))
     await yield_until(lambda: clock.sleeper_count == 1)
@@ -71,7 +72,7 @@ async def test_a_settling_run_is_left_to_its_settle_limit() -> None:
 
 async def test_a_run_that_ended_first_never_reaches_the_cap() -> None:
     clock = FakeClock()
-    current: list[_Run] = [_Run(RunningTime(clock.time()))]
+    current: list[_Run] = [_Run(RunningTime(clock.monotonic()))]
     reached = asyncio.ensure_future(
         reach_cap(clock, CAP_S, lambda: current[0] if current else None, lambda _sid: False)
     )
@@ -80,3 +81,19 @@ async def test_a_run_that_ended_first_never_reaches_the_cap() -> None:
     clock.advance(CAP_S)
     await yield_until(reached.done)
     assert reached.result() is False
+
+
+async def test_a_night_asleep_or_a_wall_clock_change_is_not_running_time() -> None:
+    clock = FakeClock()
+    run = _Run(RunningTime(clock.monotonic()))
+    reached = asyncio.ensure_future(reach_cap(clock, CAP_S, lambda: run, lambda _sid: False))
+    await yield_until(lambda: clock.sleeping_for(CAP_S))
+    clock.advance(10 * 60)
+    clock.jump_wall(8 * 3600)  # the lid closed for the night: only the wall clock moved
+    assert run.running.running_s(clock.monotonic()) == 10 * 60
+    clock.advance(4 * 60)
+    await asyncio.sleep(0)
+    assert not reached.done()
+    clock.advance(60)
+    await yield_until(reached.done)
+    assert reached.result() is True
