@@ -35,9 +35,16 @@ def folder_size(folder: Path) -> int:
 
 
 def remove_folder(folder: Path, workspace: Path) -> None:
-    """Delete a task folder; refuses anything that is not inside the bot workspace's tasks folder."""
+    """Delete a task folder; refuses anything that is not inside the bot workspace's tasks folder.
+
+    The folder's own name is never followed: if a task (whose agent may write anywhere in the workspace)
+    replaced its folder with a link, to another task's folder say, the link goes and what it points at
+    stays."""
     tasks_root = (workspace / "tasks").resolve()
-    target = folder.resolve()
+    target = folder.parent.resolve() / folder.name
     if tasks_root not in target.parents:
         raise ValueError(f"refusing to delete {target}: not a task folder under {tasks_root}")
+    if target.is_symlink() or target.is_file():
+        target.unlink(missing_ok=True)
+        return
     shutil.rmtree(target, ignore_errors=True)
