@@ -5,15 +5,17 @@ test) can tell where something was hidden and nothing has to be translated. What
 
 - API keys by their shape: OpenAI, DeepSeek and OpenRouter `sk-…` (with a digit in them), Anthropic
   `sk-ant-…`, Stripe `sk_live_…`, AWS access key ids `AKIA…`, GitHub `ghp_ gho_ ghu_ ghs_ ghr_ github_pat_`,
-  GitLab `glpat-`, Slack `xox?-` and `xapp-`, Google `AIza…`, Hugging Face `hf_…`, and JSON Web Tokens
-  (three base64url parts starting `eyJ`);
+  GitLab `glpat-`, Slack `xox?-` and `xapp-`, Google `AIza…`, Hugging Face `hf_…`, npm `npm_…`, Telegram bot
+  tokens (`<id>:AA…`, the part after the colon), and JSON Web Tokens (three base64url parts starting `eyJ`);
 - PEM private key blocks, from `-----BEGIN … PRIVATE KEY-----` to its END line (to the end of the base64
   when the END line was clipped off);
 - credentials in places: `Bearer <token>`, the value of `Authorization:` and `Cookie:` headers, the password
-  of `scheme://user:password@host`, `curl -u user:password`, `--password value`-style options;
+  of `scheme://user:password@host` (also with no user, `redis://:password@host`), `curl -u user:password`,
+  `--password value`-style options, `mysql -pPASSWORD` and `sshpass -p PASSWORD`;
 - assignments `name = value` / `name: value` / `"name": "value"` whose name is or ends with password,
   passwd, passphrase, secret, token, api_key / apikey, access_key, secret_key, private_key or client_secret
-  (any case, also `X-Api-Key`, `GITHUB_TOKEN`, `clientSecret`), and 密码 口令 密钥 令牌 followed by `:` `=`
+  (any case, also `X-Api-Key`, `GITHUB_TOKEN`, `PGPASSWORD`, `clientSecret`, and inside an escaped JSON
+  string, `\"password\":\"…\"`), and 密码 口令 密钥 令牌 followed by `:` `=`
   `是` `为`. The name is kept and only the value hidden. A bare or compound `key` (`sort_key: date`) hides its
   value only when the value looks like a credential (16+ key characters with letters and digits), a token's
   only when it is not a plain number, and placeholders (`None`, `""`, `${VAR}`, `<token>`, `str`, `****`)
@@ -60,8 +62,12 @@ _TOKENS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     (("xapp-",), _token("xapp-", r"[A-Za-z0-9\-]{10,}")),
     (("AIza",), _token("AIza", r"[0-9A-Za-z_\-]{35}")),  # Google
     (("hf_",), _token("hf_", r"[A-Za-z0-9]{30,}")),  # Hugging Face
+    (("npm_",), _token("npm_", r"[A-Za-z0-9]{36}")),  # npm
     (("eyJ",), _token("eyJ", r"[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+")),  # JWT
 )
+
+# A Telegram bot token `<bot id>:AA…`: the part after the colon is the secret (the id is public).
+_TELEGRAM = re.compile(r":(?<=[0-9]{8}:)AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])")
 
 # A PEM private key: base64 lines (real newlines or the `\n` escapes of a JSON string), a few armour headers.
 _PEM = re.compile(
@@ -72,10 +78,15 @@ _PEM = re.compile(
 
 # Credentials in places: group 1 is kept, group 2 (the secret) hidden. Each starts with a literal (or a
 # one-letter class), never `(?i)`, so a scan is a fast search for it.
-_URL_PASSWORD = re.compile(r"://([^\s/?#@:\[\]]{1,256}:)([^\s/?#@]{1,256})@")
+_URL_PASSWORD = re.compile(r"://([^\s/?#@:\[\]]{0,256}:)([^\s/?#@]{1,256})@")
 _CURL_USER = re.compile(r"-(-user[ \t]+[^\s:\"']{1,256}:|u[ \t]+[^\s:\"']{1,256}:)([^\s\"']+)")
 _OPTION = re.compile(
     r"--((?i:password|passwd|passphrase|token|secret|api-key|apikey|access-token|auth-token)[ \t]+)"
+    r"([^\s\"'\-][^\s\"']*)"
+)
+# `mysql -pSECRET` (no blank: `-p` alone asks), `sshpass -p SECRET`; `-p` elsewhere is a port or a flag.
+_CLI_PASSWORD = re.compile(
+    r"((?:mysql|mysqldump|mariadb|mysqladmin)[ \t][^\r\n;|&]{0,200}?[ \t]-p|sshpass[ \t]+-p[ \t]*)"
     r"([^\s\"'\-][^\s\"']*)"
 )
 _AUTH_HEADER = re.compile(
@@ -95,7 +106,7 @@ _ASSIGNMENT_ZH = re.compile(
 # blank), and the name before it is checked on the match (`_assignment`).
 _ASSIGNMENT = re.compile(
     r"[:=](?<=[yYnNtTdDeE\"' \t][:=])(?!=)[ \t]*"
-    r"(\"[^\"\r\n]{0,512}\"|'[^'\r\n]{0,512}'|[^\s\"',;&<>()\[\]{}]+)"
+    r"(\\\"[^\"\\\r\n]{0,512}\\\"|\"[^\"\r\n]{0,512}\"|'[^'\r\n]{0,512}'|[^\s\"',;&<>()\[\]{}\\]+)"
 )
 _COMPOUNDS = (("api", "key"), ("access", "key"), ("secret", "key"), ("private", "key"), ("client", "secret"))
 # Longest first: the first one a name ends with is its secret word.
@@ -144,6 +155,8 @@ def _assignment(match: re.Match[str]) -> str:
         end -= 1
     if end and text[end - 1] in "\"'":
         end -= 1
+        if end and text[end - 1] == "\\":  # `\"password\":` inside an escaped JSON string
+            end -= 1
     tail = text[max(0, end - 20) : end].lower()
     if not tail.endswith(_NAMES):
         return match.group(0)
@@ -151,13 +164,15 @@ def _assignment(match: re.Match[str]) -> str:
     if not _starts_name(text, end - len(word)):
         return match.group(0)
     value = match.group(1)
-    quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'"
-    bare = value[1:-1] if quoted else value
+    escaped = len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"')
+    quoted = escaped or (len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'")
+    quote = value[:2] if escaped else value[:1]
+    bare = value[len(quote) : -len(quote)] if quoted else value
     if _placeholder(bare) or (word == "token" and bare.isdigit()):
         return match.group(0)
     if word == "key" and not _CREDENTIAL.fullmatch(bare):
         return match.group(0)  # `sort_key: created_at`, `key: value` in prose
-    hidden = f"{value[0]}{REDACTED}{value[0]}" if quoted else REDACTED
+    hidden = f"{quote}{REDACTED}{quote}" if quoted else REDACTED
     return match.group(0)[: match.start(1) - match.start()] + hidden
 
 
@@ -169,6 +184,8 @@ def _starts_name(text: str, start: int) -> bool:
     before = text[start - 1]
     if not (before.isascii() and before.isalnum()):
         return True
+    if before.isupper() and text[start].isupper():
+        return True  # an all-caps name run together: `PGPASSWORD`, `NPMTOKEN`
     return before.islower() and text[start].isupper()
 
 
@@ -182,7 +199,9 @@ def _placeholder(value: str) -> bool:
 _RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], _Replace], ...] = (
     (("-----BEGIN",), _PEM, REDACTED),
     *((needles, pattern, REDACTED) for needles, pattern in _TOKENS),
+    ((":AA",), _TELEGRAM, ":" + REDACTED),
     (("@",), _URL_PASSWORD, _keep_head),
+    (("mysql", "mariadb", "sshpass"), _CLI_PASSWORD, _keep_head),
     (("-u", "--user"), _CURL_USER, _after_blank),
     (("--",), _OPTION, _after_blank),
     (("uthorization", "UTHORIZATION"), _AUTH_HEADER, _after_word),

@@ -93,6 +93,17 @@ def test_aws_secret_assignment() -> None:
         ("令牌:abc123", f"令牌:{REDACTED}"),
         ("mysql --password hunter2 db", f"mysql --password {REDACTED} db"),
         ("curl -u bob:pa55word https://x.example", f"curl -u bob:{REDACTED} https://x.example"),
+        # All-caps names run together, as shells and CI write them.
+        ("PGPASSWORD=Sup3rS3cret psql -h db", f"PGPASSWORD={REDACTED} psql -h db"),
+        ("export NPMTOKEN=abc123def", f"export NPMTOKEN={REDACTED}"),
+        # Inside an escaped JSON string (a JSON body quoted on a command line).
+        (
+            'curl -d "{\\"user\\":\\"bob\\",\\"password\\":\\"hunter2\\"}"',
+            f'curl -d "{{\\"user\\":\\"bob\\",\\"password\\":\\"{REDACTED}\\"}}"',
+        ),
+        ('DB_PASSWORD=\\"hunter2\\"', f'DB_PASSWORD=\\"{REDACTED}\\"'),
+        ("mysql -u root -pS3cret mydb", f"mysql -u root -p{REDACTED} mydb"),
+        ("sshpass -p S3cret ssh backup@host", f"sshpass -p {REDACTED} ssh backup@host"),
     ],
 )
 def test_an_assignment_keeps_its_name_and_hides_its_value(text: str, expected: str) -> None:
@@ -104,6 +115,16 @@ def test_a_url_keeps_everything_but_its_password() -> None:
         f"git clone https://alice:{REDACTED}@example.com/repo.git"
     )
     assert redact("postgres://app:p%40ss@db:5432/main") == f"postgres://app:{REDACTED}@db:5432/main"
+    assert redact("redis://:Sup3rS3cret@cache:6379/0") == f"redis://:{REDACTED}@cache:6379/0"
+
+
+def test_telegram_and_npm_tokens_are_hidden() -> None:
+    telegram = "7123456789:" + "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
+    assert redact(f"curl https://api.telegram.org/bot{telegram}/getMe") == (
+        f"curl https://api.telegram.org/bot7123456789:{REDACTED}/getMe"
+    )
+    npm = "npm" + "_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    assert redact(f"//registry.npmjs.org/:_authToken={npm}") == f"//registry.npmjs.org/:_authToken={REDACTED}"
 
 
 @pytest.mark.parametrize(
@@ -123,6 +144,8 @@ def test_a_url_keeps_everything_but_its_password() -> None:
         "Authorization: Bearer <token>",
         "08:00 · 观察 · 本会发送:“X 降价了” · 约 $0.03",
         "the passwords: none of them; keyboard: qwerty",
+        "mysql -u root -p mydb; ssh -p2222 host; mkdir -p build; MONKEY=banana",
+        "time: 12:30, at 08:00:00 the job 1234567890:AAB ran",
         "",
     ],
 )
