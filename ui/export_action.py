@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import tempfile
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -79,7 +81,23 @@ async def ask_save_path(parent: QWidget, suggested: Path) -> Path | None:
 
 
 def _write(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
+    """Write the whole file or nothing: into a temporary file beside it, then moved into place, so a failed
+    write (a full disk, a network drive gone) never leaves half a document over an earlier export."""
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    ) as out:
+        temporary = Path(out.name)
+        try:
+            out.write(text)
+        except BaseException:
+            out.close()
+            temporary.unlink(missing_ok=True)
+            raise
+    try:
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _why(exc: Exception) -> str:

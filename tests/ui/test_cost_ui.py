@@ -322,6 +322,22 @@ async def test_a_cancelled_export_writes_nothing_and_a_failed_one_says_why(
     await wait_until(lambda: "No such file" in view.export.status.text())
 
 
+async def test_an_export_that_fails_halfway_leaves_the_earlier_file_as_it_was(
+    view: TaskDetailView, tasks: FakeTaskFacade, save_dialog: FakeSaveDialog
+) -> None:
+    task = tasks.add_task("GPU prices")
+    await shown(view, task.id)
+    target = save_dialog.answer
+    assert target is not None
+    target.write_text("# last week's export\n", encoding="utf-8")
+
+    tasks.markdown = "# GPU prices\n\n" + "\ud800"  # can't be written as UTF-8: the write fails midway
+    QTest.mouseClick(view.export.button, Qt.MouseButton.LeftButton)
+    await wait_until(lambda: view.export.status.property("role") == "danger")
+    assert target.read_text(encoding="utf-8") == "# last week's export\n"
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temporary file left behind
+
+
 async def test_a_rule_exports_too(qtbot: QtBot, save_dialog: FakeSaveDialog) -> None:
     rules = FakeRuleFacadeWithRuns()
     rules.markdown = "# Watch X\n\n- 2 runs\n"
