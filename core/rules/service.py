@@ -57,6 +57,7 @@ class MonthBudget:
 # Good observed runs on one version before needs-you asks whether the rule should act (P3 §5).
 OBSERVED_ENOUGH = 3
 RUN_LOG_PAGE = 50
+LOG_ON_LOOP = RUN_LOG_PAGE  # up to a page of run log entries is built on the loop; more in a thread
 
 ScheduleListener = Callable[[], Awaitable[None]]
 
@@ -439,7 +440,14 @@ class RuleService:
                 bot_preset = (await self._bots.get(rule.bot_id)).preset
             except NotFoundError:
                 bot_preset = ""  # the bot is gone: say the default cap
-        return [_log_entry(run, lang, granted=rule.granted_preset, bot_preset=bot_preset) for run in records]
+        granted = rule.granted_preset
+
+        def entries() -> list[RunLogEntry]:
+            return [_log_entry(run, lang, granted=granted, bot_preset=bot_preset) for run in records]
+
+        # Each entry parses its run's steps: a whole log (an export; a rule every 15 minutes has thousands of
+        # runs) takes long enough to stall the loop, so a long one is built off it.
+        return await asyncio.to_thread(entries) if len(records) > LOG_ON_LOOP else entries()
 
     async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:
         """The rule, its versions and its whole run log as Markdown (P3 §6), secrets redacted."""
