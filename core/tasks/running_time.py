@@ -51,6 +51,9 @@ class _Session(Protocol):
     @property
     def session_id(self) -> str: ...
 
+    @property
+    def status(self) -> str: ...
+
 
 class CappedRun(Protocol):
     @property
@@ -64,13 +67,15 @@ async def reach_cap(
     clock: Clock,
     cap_s: float,
     current: Callable[[], CappedRun | None],
-    settling: Callable[[str], bool],
+    jobs_running: Callable[[str], bool],
 ) -> bool:
-    """Sleep until the run has run for `cap_s` while neither waiting on a person nor settling (`settling`
-    is asked with its session id): True then, False as soon as the run is gone (`current()` is None)."""
+    """Sleep until the run has run for `cap_s` while neither waiting on a person nor settling: True then,
+    False as soon as the run is gone (`current()` is None). Settling is its session idle with jobs still
+    running (`jobs_running` is asked with the session id); a job started mid-turn doesn't pause the cap."""
     while (run := current()) is not None:
         left = cap_s - run.running.running_s(clock.monotonic())
-        paused = run.running.waiting or settling(run.session.session_id)
+        settling = run.session.status == "idle" and jobs_running(run.session.session_id)
+        paused = run.running.waiting or settling
         if left <= 0 and not paused:
             return True
         await clock.sleep(RECHECK_S if paused else max(left, 1.0))

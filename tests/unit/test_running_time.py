@@ -16,6 +16,7 @@ CAP_S = 15 * 60.0
 @dataclass
 class _Session:
     session_id: str = "rule-r1-1"
+    status: str = "running"
 
 
 @dataclass
@@ -58,14 +59,25 @@ async def test_the_cap_is_reached_after_running_time_not_wall_time() -> None:
 async def test_a_settling_run_is_left_to_its_settle_limit() -> None:
     clock = FakeClock()
     run = _Run(RunningTime(clock.monotonic()))
-    settling: set[str] = {"rule-r1-1"}
-    reached = asyncio.ensure_future(reach_cap(clock, CAP_S, lambda: run, lambda sid: sid in settling))
+    jobs: set[str] = {"rule-r1-1"}
+    reached = asyncio.ensure_future(reach_cap(clock, CAP_S, lambda: run, lambda sid: sid in jobs))
     await yield_until(lambda: clock.sleeper_count == 1)
+    run.session.status = "idle"  # its turn ended; its job still runs
     clock.advance(CAP_S)
     await yield_until(lambda: clock.sleeping_for(60.0))
-    assert not reached.done()  # its jobs still run: no cap while it settles
-    settling.clear()
+    assert not reached.done()  # no cap while it settles
+    jobs.clear()
     clock.advance(60.0)
+    await yield_until(reached.done)
+    assert reached.result() is True
+
+
+async def test_a_job_started_mid_turn_does_not_stop_the_cap() -> None:
+    clock = FakeClock()
+    run = _Run(RunningTime(clock.monotonic()))  # working in turns, a dev server running beside it
+    reached = asyncio.ensure_future(reach_cap(clock, CAP_S, lambda: run, lambda _sid: True))
+    await yield_until(lambda: clock.sleeper_count == 1)
+    clock.advance(CAP_S)
     await yield_until(reached.done)
     assert reached.result() is True
 
