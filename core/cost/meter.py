@@ -49,8 +49,9 @@ class CostMeter:
         self._clock = clock
         self._overrides = overrides
 
-    def price(self, model: str, base_url: str, usage: ev.Usage) -> Cost | None:
-        """The estimated cost of one response; None when the model has no known price."""
+    def price(self, model: str, base_url: str, usage: ev.Usage, configured: str = "") -> Cost | None:
+        """The estimated cost of one response; None when the model has no known price. `model` is the name
+        the server answered with, `configured` the one the bot asked for (overrides are saved under it)."""
         try:
             tokens = Usage(
                 input_tokens=usage.input_tokens,
@@ -58,7 +59,7 @@ class CostMeter:
                 cache_read_tokens=min(usage.cache_read_tokens, usage.input_tokens),
             )
             at = datetime.fromtimestamp(self._clock.time(), UTC)
-            return price(model, base_url, tokens, at, self._overrides())
+            return price(model, base_url, tokens, at, self._overrides(), configured)
         except (ValueError, ArithmeticError):
             # A provider's odd usage numbers must never break a run; the call counts as unpriced.
             log.warning("could not price a response of %s (%s)", model, usage)

@@ -3,13 +3,16 @@
 Prices come from the user's override for the model when there is one, else from genai-prices' bundled
 snapshot (offline; `update_prices` / `UpdatePrices` are never used because they download). The request time
 is passed on so time-of-day prices (DeepSeek's off-peak half price) apply. A model neither source knows is
-unpriced (`None`, shown as 「未定价」): its budgets never trigger, only the time caps do.
+unpriced (`None`, shown as 「未定价」): its budgets never trigger, only the time caps do. So is a model served
+on this machine or the local network (Ollama, LM Studio, vLLM at home) unless the user priced it: a
+catalogue price for `deepseek-r1:14b` is what the provider charges, not what a local copy costs.
 
 Amounts are estimates (「约」); the provider's bill is authoritative. Different currencies are never added up.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -106,18 +109,42 @@ def provider_for(base_url: str) -> str | None:
     return _PROVIDER_HOSTS.get(host)
 
 
+def is_local(base_url: str) -> bool:
+    """Whether the endpoint is on this machine or the local network: loopback, private, link-local or a
+    `.local` / `.lan` / `.home.arpa` name."""
+    try:
+        host = (urlsplit(base_url.strip()).hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith((".localhost", ".local", ".lan", ".home.arpa", ".internal")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
 def price(
     model: str,
     base_url: str,
     usage: Usage,
     at: datetime,
     overrides: Mapping[str, PriceOverride],
+    configured: str = "",
 ) -> Cost | None:
     """Estimated cost of one call answered by `model` at `at`, or None when the model has no known price.
-    Whose price list applies is told by `base_url` (every endpoint speaks the same OpenAI-compatible API)."""
-    override = overrides.get(model)
+    Whose price list applies is told by `base_url` (every endpoint speaks the same OpenAI-compatible API).
+
+    The user's override is looked up by the model name the bot is configured with (`configured`) first:
+    the name the server answers with may be a dated variant (`gpt-4o-2024-08-06`) or a local alias."""
+    override = overrides.get(configured) if configured else None
+    if override is None:
+        override = overrides.get(model)
     if override is not None:
         return _override_cost(override, usage)
+    if is_local(base_url):
+        return None
     return _catalogue_cost(model, provider_for(base_url), usage, at)
 
 

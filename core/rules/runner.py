@@ -459,7 +459,9 @@ class RuleRunner:
             self._spawn(self._check_settled(active.run_id))
 
     def _count_cost(self, active: _Active, event: ev.AssistantMessage) -> None:
-        cost = self._meter.price(event.model, active.base_url, event.usage)
+        cost = self._meter.price(
+            event.model, active.base_url, event.usage, configured=active.session.spec.model.model
+        )
         active.cost.add(cost)
         if cost is not None and cost.currency == "USD":
             self._on_cost(active.rule.bot_id, float(cost.amount))

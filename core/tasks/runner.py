@@ -380,7 +380,9 @@ class TaskRunner:
     def _count_cost(self, active: _Active, event: ev.AssistantMessage) -> None:
         """Add the response's estimated cost; at the task's budget the turn is cancelled (P3 §8). A response
         that was in flight when the run stopped still counts."""
-        cost = self._meter.price(event.model, active.base_url, event.usage)
+        cost = self._meter.price(
+            event.model, active.base_url, event.usage, configured=active.session.spec.model.model
+        )
         active.cost.add(cost)
         if cost is not None and cost.currency == "USD":
             self._on_cost(active.bot_id, float(cost.amount))

@@ -106,6 +106,42 @@ def test_override_wins_over_bundled_price() -> None:
     assert price("my-local-llama", "", Usage(MILLION, 0), NOON, mine) == Cost(Decimal(2), "CNY")
 
 
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://localhost:11434/v1",
+        "http://127.0.0.1:1234/v1",
+        "http://[::1]:8000/v1",
+        "http://192.168.1.20:11434/v1",
+        "http://10.0.0.5:8000/v1",
+        "http://gpu-box.local:8000/v1",
+    ],
+)
+def test_a_model_served_locally_is_not_priced_from_the_catalogue(base_url: str) -> None:
+    # The catalogue knows these names (as the providers sell them); a copy run at home costs nothing there.
+    for model in ("deepseek-r1:14b", "gpt-4o", "deepseek-chat"):
+        assert price(model, base_url, Usage(MILLION, MILLION), NOON, {}) is None
+    mine = {"deepseek-r1:14b": parse_override(GOOD)}
+    assert price("deepseek-r1:14b", base_url, Usage(MILLION, 0), NOON, mine) == Cost(Decimal(2), "CNY")
+
+
+def test_a_remote_endpoint_is_still_priced() -> None:
+    assert price("gpt-4o-mini", OPENAI, Usage(MILLION, 0), NOON, {}) == Cost(Decimal("0.15"), "USD")
+    assert price("gpt-4o-mini", "https://llm.example.com/v1", Usage(MILLION, 0), NOON, {}) is not None
+
+
+def test_an_override_is_found_by_the_configured_name_when_the_server_answers_with_another() -> None:
+    mine = {"gpt-4o": parse_override(GOOD)}
+    # OpenAI answers a gpt-4o request as a dated variant; the user priced the name they configured.
+    cost = price("gpt-4o-2024-08-06", OPENAI, Usage(MILLION, 0), NOON, mine, configured="gpt-4o")
+    assert cost == Cost(Decimal(2), "CNY")
+    local = {"llama3": parse_override(GOOD)}
+    answered = "/models/llama3-8b-q4.gguf"  # llama.cpp answers with its file
+    assert price(
+        answered, "http://127.0.0.1:8080/v1", Usage(MILLION, 0), NOON, local, configured="llama3"
+    ) == (Cost(Decimal(2), "CNY"))
+
+
 def test_add_costs_keeps_currencies_apart() -> None:
     costs = [Cost(Decimal("0.05"), "USD"), None, Cost(Decimal("0.55"), "CNY"), Cost(Decimal("0.03"), "USD")]
     assert add_costs(costs) == {"USD": Decimal("0.08"), "CNY": Decimal("0.55")}
