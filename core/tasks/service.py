@@ -361,7 +361,10 @@ class TaskService:
         if parsed.action == "stop":
             await self.stop_task(task_id)
             return "stopped"
-        await self.set_budget(task_id, add_usd=parsed.add_usd)
+        if parsed.action == "set":
+            await self.set_budget(task_id, budget_usd=parsed.budget_usd)
+        else:
+            await self.set_budget(task_id, add_usd=parsed.add_usd)
         if parsed.words:
             await self.follow_up(task_id, parsed.words)
         return "added"

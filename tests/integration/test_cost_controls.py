@@ -101,7 +101,13 @@ async def test_a_written_amount_adds_that_much_and_stop_stops(host: Host, script
         again = await wait_stage(host, client, task["id"], "needs-you/budget")
         assert again["budgetUsd"] == pytest.approx(1.5)
         assert again["spentUsd"] == pytest.approx(1.6)
-        r = await client.post(f"/api/attention/{item_id}/answer", json={"answer": "停止"})
+        # A total sets the budget: $2.00, so one more $0.40 step and it asks again.
+        r = await client.post(f"/api/attention/{item_id}/answer", json={"answer": "加到 2 美元"})
+        assert r.status_code == 200, r.text
+        third = await wait_stage(host, client, task["id"], "needs-you/budget")
+        assert third["budgetUsd"] == pytest.approx(2.0)
+        assert third["spentUsd"] == pytest.approx(2.0)
+        r = await client.post(f"/api/attention/{item_id}/answer", json={"answer": "不用了,谢谢"})
         assert r.json()["result"] == "stopped"
         assert (await get_task(client, task["id"]))["stage"] == "stopped"
 

@@ -23,6 +23,21 @@ from core.errors import InvalidInputError
         ("10刀", BudgetAnswer("add", 10.0)),
         ("再给 3 美元,先把表格做完", BudgetAnswer("add", 3.0, "再给 3 美元,先把表格做完")),
         ("先把表格做完就行", BudgetAnswer("add", 1.0, "先把表格做完就行")),
+        # Declining in other words stops: an answer that says no must never spend more.
+        ("不用了,谢谢", BudgetAnswer("stop")),
+        ("取消", BudgetAnswer("stop")),
+        ("别继续了", BudgetAnswer("stop")),
+        ("不要继续", BudgetAnswer("stop")),
+        ("Cancel it", BudgetAnswer("stop")),
+        ("no thanks", BudgetAnswer("stop")),
+        ("don't continue", BudgetAnswer("stop")),
+        # ...but declining to stop goes on.
+        ("别停", BudgetAnswer("add", 1.0, "别停")),
+        ("don't stop", BudgetAnswer("add", 1.0, "don't stop")),
+        ("不错,继续吧", BudgetAnswer("add", 1.0, "不错,继续吧")),
+        # A total sets the budget.
+        ("加到 5 美元", BudgetAnswer("set", budget_usd=5.0)),
+        ("raise it to $5", BudgetAnswer("set", budget_usd=5.0)),
     ],
 )
 def test_answers_mean_what_a_person_means(text: str, expected: BudgetAnswer) -> None:
