@@ -308,14 +308,12 @@ class ApiServer:
     async def create_task(self, request: web.Request) -> web.Response:
         body = await json_object(request)
         text = required_str(body, "text")
-        budget = body.get("budgetUsd")
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)):
-            raise InvalidInputError("budgetUsd", "must be a number")
+        budget = _usd(body, "budgetUsd") if body.get("budgetUsd") is not None else None
         task = await self._host.tasks.create(
             bot_id=optional_str(body, "botId") or None,
             conversation_id=optional_str(body, "conversationId") or None,
             words=text,
-            budget_usd=float(budget) if budget is not None else None,
+            budget_usd=budget,
             record_request=True,
         )
         return web.json_response(task.to_json(), status=201)
@@ -381,9 +379,15 @@ class ApiServer:
 
 def _usd(body: dict[str, Any], name: str) -> float:
     value = body[name]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInputError(name, "must be a number of US dollars, e.g. 1 or 2.5")
-    return float(value)
+    try:
+        amount = float(value)  # a 400-digit integer is valid JSON but no float
+    except OverflowError:
+        raise InvalidInputError(name, "is far too large; budgets go up to $1,000") from None
+    if not math.isfinite(amount):
+        raise InvalidInputError(name, "must be a number of US dollars, e.g. 1 or 2.5")
+    return amount
 
 
 def _markdown(text: str, filename: str) -> web.Response:

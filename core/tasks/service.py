@@ -323,7 +323,6 @@ class TaskService:
         """Raise the budget by `add_usd` or set it to `budget_usd` (exactly one; P3 §10 `/budget`). A task
         stopped at its budget goes on with a new run. Refused, changing nothing: zero, negative, a total
         over MAX_BUDGET_USD, or a budget at or below what is already spent."""
-        task = await self._task(task_id)
         if (add_usd is None) == (budget_usd is None):
             raise InvalidInputError("budget", "send exactly one of addUsd or budgetUsd")
         field_name = "addUsd" if add_usd is not None else "budgetUsd"
@@ -331,20 +330,28 @@ class TaskService:
         assert amount is not None
         if not math.isfinite(amount) or amount <= 0:
             raise InvalidInputError(field_name, "must be more than 0")
-        new_budget = task.budget_usd + amount if add_usd is not None else amount
-        if new_budget > MAX_BUDGET_USD:
-            raise InvalidInputError(field_name, f"the budget would be ${new_budget:,.2f}; at most $1,000")
-        if new_budget <= task.spent_usd:
-            raise InvalidInputError(
-                field_name,
-                f"must be more than the ${task.spent_usd:.2f} already spent, or the task stops at once",
-            )
         now = self._clock.time()
-        await self._db.write(
-            lambda s: task_rows.update_task(
+
+        def raise_budget(s: Session) -> float:
+            # Read and written in one transaction: two 继续 at once (a double click, two channels) both
+            # count, and the spend it is checked against is the spend of that moment.
+            task = task_rows.get_task(s, task_id)
+            if task is None:
+                raise NotFoundError("task", task_id)
+            new_budget = task.budget_usd + amount if add_usd is not None else amount
+            if new_budget > MAX_BUDGET_USD:
+                raise InvalidInputError(field_name, f"the budget would be ${new_budget:,.2f}; at most $1,000")
+            if new_budget <= task.spent_usd:
+                raise InvalidInputError(
+                    field_name,
+                    f"must be more than the ${task.spent_usd:.2f} already spent, or the task stops at once",
+                )
+            task_rows.update_task(
                 s, task_id, now=now, budget_usd=new_budget, last_used_at=now, cleanup_at=0.0
             )
-        )
+            return new_budget
+
+        new_budget = await self._db.write(raise_budget)
         self.runner.set_budget(task_id, new_budget)
         if (await self.view(task_id)).stage == BUDGET.key:
             note = f"[The user raised this task's budget to ${new_budget:.2f}] Continue where you left off."

@@ -5,6 +5,7 @@ response that reports 100,000 prompt tokens costs exactly $0.40."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,7 @@ async def test_the_budget_route_raises_or_sets_and_refuses_bad_amounts_changing_
             ({"budgetUsd": 0.5}, "budgetUsd"),  # not above what is spent
             ({"addUsd": "one"}, "addUsd"),
             ({"addUsd": True}, "addUsd"),
+            ({"addUsd": 10**400}, "addUsd"),  # valid JSON, no float
             ({}, "budget"),
             ({"addUsd": 1, "budgetUsd": 3}, "budget"),
             ({"addUsd": 1, "extra": 1}, "extra"),
@@ -146,6 +148,21 @@ async def test_the_budget_route_raises_or_sets_and_refuses_bad_amounts_changing_
         assert r.json()["budgetUsd"] == 3.0
         done = await wait_stage(host, client, task["id"], "ready")
         assert done["latestLine"] == "Tidied."
+
+
+async def test_two_raises_at_once_both_count(host: Host, script: SessionScript) -> None:
+    script.add("Tidy notes", [step("echo a"), step("echo b"), step("echo c"), reported("done", "Tidied.")])
+    async with running_api(host) as client:
+        await price_the_model(client)
+        task = await new_task(client, "Tidy notes", budgetUsd=0.5)
+        await wait_stage(host, client, task["id"], "needs-you/budget")
+        # 继续 pressed twice (or answered from two places) at the same moment: both dollars are added.
+        await asyncio.gather(
+            host.tasks.set_budget(task["id"], add_usd=1.0), host.tasks.set_budget(task["id"], add_usd=1.0)
+        )
+        assert (await get_task(client, task["id"]))["budgetUsd"] == pytest.approx(2.5)
+        too_big = await client.post("/api/tasks", json={"text": "Big", "budgetUsd": 10**400})
+        assert too_big.status_code in (400, 422) and "budgetUsd" in too_big.json()["error"]["message"]
 
 
 async def test_an_unpriced_model_is_never_estimated_and_its_budget_never_triggers(
