@@ -21,6 +21,7 @@ from core.bus import EventBus
 from core.chat.destination import conversation_for
 from core.chat.views import ActivityStep
 from core.clock import Clock
+from core.cost.meter import reached_budget
 from core.delivery.outbox import local_zone
 from core.errors import InvalidInputError, NotFoundError, UnavailableError, UnprocessableError
 from core.events import RuleChanged
@@ -246,7 +247,9 @@ class RuleService:
             if rule is None:
                 raise NotFoundError("rule", rule_id)
             spent = month_costs(s, [rule], now).get(rule_id, 0.0)
-            if spent < rule.month_budget_usd or rule.paused_reason:
+            # At the budget it pauses for the budget even when the run's failure paused it too: resuming a
+            # rule paused for failures runs it at once, which would spend past the month's budget.
+            if not reached_budget(spent, rule.month_budget_usd) or rule.paused_reason == "budget":
                 return MonthBudget(spent, rule.month_budget_usd, paused=False, push=False)
             level = f"{month_key(now, rule.tz)}@{rule.month_budget_usd:.2f}"
             push = rule.mode == "act" and rule.budget_pushed != level
@@ -268,7 +271,7 @@ class RuleService:
             costs = month_costs(s, paused, now)
             resumed: list[str] = []
             for rule in paused:
-                if costs.get(rule.id, 0.0) >= rule.month_budget_usd:
+                if reached_budget(costs.get(rule.id, 0.0), rule.month_budget_usd):
                     continue
                 changes: RuleChanges = {"paused_reason": ""}
                 if rule.trigger.get("kind") != "event":

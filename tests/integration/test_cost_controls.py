@@ -244,6 +244,29 @@ async def test_a_rule_pauses_at_its_monthly_budget_and_resumes_on_the_first(
     assert len(await run_log(client, rule["id"])) == 3
 
 
+async def test_a_rule_failing_a_third_time_at_its_month_budget_pauses_for_the_budget(
+    rules_host: Host, client: httpx.AsyncClient, script: SessionScript, clock: FakeClock
+) -> None:
+    await price_the_model(client)
+    body = {"title": "Watch Y", "instruction": "看看 Y", "schedule": {"kind": "every", "minutes": 60}}
+    rule = (await client.post("/api/rules", json=body)).json()
+    await rules_host.db.write(
+        lambda s: rule_rows.update_rule(s, rule["id"], now=clock.time(), month_budget_usd=0.24)
+    )
+    for n in range(3):  # three failures in a row, $0.08 each: the third reaches both limits
+        closing = Reply.text("Reported.", usage=(1, 0))
+        script.add("rule:Watch Y", [reported("failed", "the page didn't load", usage=(20_000, 0)), closing])
+        await run_now(client, rule["id"])
+        await wait_ended(rules_host, client, rule["id"], count=n + 1)
+    # Paused for the budget, not for the failures: 重试 on a failure pause runs it at once, past the budget.
+    paused = (await client.get(f"/api/rules/{rule['id']}")).json()
+    assert paused["pausedReason"] == "budget"
+    assert await rules_host.rules.resume(rule["id"]) == ""  # 继续 in needs-you: raised, nothing runs now
+    assert len(await run_log(client, rule["id"])) == 3
+    raised = (await client.get(f"/api/rules/{rule['id']}")).json()
+    assert raised["monthBudgetUsd"] == pytest.approx(3.24)
+
+
 # -- time caps -------------------------------------------------------------------------------------------
 
 
