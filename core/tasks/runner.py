@@ -540,8 +540,8 @@ class TaskRunner:
         self.poke()
 
     async def _park(self, active: _Active) -> None:
-        if active.stopping:
-            return
+        if active.stopping or self._active.get(active.run_id) is not active:
+            return  # stopping already, or it ended while earlier runs were parked: nothing to requeue
         active.stopping = True
         await halt(active.session, self._runtime)
         await self._end(active.run_id, "interrupted", error=RESERVE_PAUSE, notify=False)
