@@ -239,14 +239,17 @@ class TaskService:
         if not text.strip():
             raise InvalidInputError("text", "must be a non-empty string")
         task = await self._task(task_id)
-        if task.end_reason in ("stopped", "archived") or task.archived_at:
-            why = "archived" if task.archived_at else task.end_reason
-            raise ConflictError(f"「{task.title}」 was {why}; it cannot continue. Start a new task instead.")
+        _refuse_ended(task)
         input_id = new_id("i")
         now = self._clock.time()
         active = self.runner.active_run(task_id)
 
         def add(s: Session) -> str:
+            # Checked again in the transaction: a retention pass may have archived it since the read.
+            current = task_rows.get_task(s, task_id)
+            if current is None:
+                raise NotFoundError("task", task_id)
+            _refuse_ended(current)
             input_rows.insert_input(
                 s, id=input_id, kind=kind, text=text, now=now, task_id=task_id, from_person=True
             )
@@ -838,3 +841,10 @@ def _unfinished_jobs(activity: list[dict[str, object]]) -> list[str]:
         else:
             started[job_id] = rest
     return list(started.values())
+
+
+def _refuse_ended(task: TaskRecord) -> None:
+    """A stopped or archived task takes no follow-ups (P3 §11): a new task is the way on."""
+    if task.end_reason in ("stopped", "archived") or task.archived_at:
+        why = "archived" if task.archived_at else task.end_reason
+        raise ConflictError(f"「{task.title}」 was {why}; it cannot continue. Start a new task instead.")
