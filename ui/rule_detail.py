@@ -48,6 +48,7 @@ from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.cost_words import rule_costs, usd_cost
 from ui.delete_confirm import DeleteFlow, small_button
+from ui.detail_actions import action_row, place_actions
 from ui.export_action import AskPath, ExportAction
 from ui.i18n import language, t
 from ui.reloader import Reloader
@@ -421,10 +422,7 @@ class RuleDetailBody(QWidget):
         self._column.addWidget(self.log_box)
 
     def _build_actions(self) -> None:
-        self.action_row = QWidget(self)
-        row = QHBoxLayout(self.action_row)
-        row.setContentsMargins(0, 6, 0, 0)
-        row.setSpacing(8)
+        self.action_row, row = action_row(self)
         self.run_button = self._button(t("rules.detail.run_now"), "ruleRunNowButton", self._on_run_now)
         self.edit_button = self._button(t("rules.detail.edit"), "ruleEditButton", self._on_edit)
         self.export = ExportAction(
@@ -447,18 +445,14 @@ class RuleDetailBody(QWidget):
             reread=self._reader.request,
         )
         self.delete_button = self._button(t("rules.detail.delete"), "taskDeleteButton", self.deletion.ask)
-        for made in (self.run_button, self.edit_button, self.export_button, self.delete_button):
-            row.addWidget(made)
-        row.addStretch(1)
-        self._column.addWidget(self.action_row)
-        self._column.addWidget(self.export.status)
+        buttons = (self.run_button, self.edit_button, self.export_button, self.delete_button)
+        place_actions(self._column, self.action_row, row, buttons, self.export, self.deletion)
 
         self.confirm = self.deletion.confirm
         # The names tests and callers use.
         self.confirm_text = self.confirm.text
         self.confirm_delete = self.confirm.delete_button
         self.cancel_delete = self.confirm.cancel_button
-        self._column.addWidget(self.confirm)
 
     def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
         return small_button(text, name, slot, self)

@@ -26,6 +26,7 @@ from ui import theme
 from ui.async_calls import AsyncCalls
 from ui.budget_editor import BudgetSection
 from ui.delete_confirm import DeleteFlow, small_button
+from ui.detail_actions import action_row, place_actions
 from ui.export_action import AskPath, ExportAction
 from ui.i18n import language, t
 from ui.reloader import Reloader
@@ -170,10 +171,7 @@ class TaskDetailBody(QWidget):
         self._column.addWidget(self.runs_well)
 
     def _build_actions(self) -> None:
-        self.action_row = QWidget(self)
-        row = QHBoxLayout(self.action_row)
-        row.setContentsMargins(0, 6, 0, 0)
-        row.setSpacing(8)
+        self.action_row, row = action_row(self)
         self.stop_button = self._button(t("task.stop"), "taskStopButton", self._on_stop)
         self.export = ExportAction(
             lambda task_id, lang: self._tasks.export_markdown(task_id, lang=lang), self, self._ask_path
@@ -195,19 +193,14 @@ class TaskDetailBody(QWidget):
             reread=self._reader.request,
         )
         self.delete_button = self._button(t("task.delete"), "taskDeleteButton", self.deletion.ask)
-        row.addWidget(self.stop_button)
-        row.addWidget(self.export_button)
-        row.addWidget(self.delete_button)
-        row.addStretch(1)
-        self._column.addWidget(self.action_row)
-        self._column.addWidget(self.export.status)
+        buttons = (self.stop_button, self.export_button, self.delete_button)
+        place_actions(self._column, self.action_row, row, buttons, self.export, self.deletion)
 
         self.confirm = self.deletion.confirm
         # The names tests and callers use.
         self.confirm_text = self.confirm.text
         self.confirm_delete = self.confirm.delete_button
         self.cancel_delete = self.confirm.cancel_button
-        self._column.addWidget(self.confirm)
 
     def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
         return small_button(text, name, slot, self)
