@@ -35,6 +35,7 @@ from core.agent.model_config import ModelConfig
 from core.agent.prompt import system_prompt
 from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import ToolContext, ToolError, ToolSpec
+from core.agent.turn_tail import InputTail, input_ids_of, tail_of
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -49,6 +50,7 @@ _MAX_TOOL_OUTPUT = 60_000
 class _Input:
     input_id: str
     text: str
+    resumed: ModelRequest | None = None  # a request in the history whose answer a crash lost
 
 
 @dataclass(slots=True)
@@ -92,9 +94,10 @@ class AgentSession:
             for c in _dangling_calls(history)
         ]
         self._taken: set[str] = set()
+        # Inputs the current turn has taken off the queues and not yet written into the history.
+        self._in_hand: set[str] = set()
         for message in history:
-            if isinstance(message, ModelRequest) and message.metadata:
-                self._taken.update(str(i) for i in message.metadata.get("input_ids", []))
+            self._taken.update(input_ids_of(message))
         self._driver: asyncio.Task[None] | None = None
         self._turn: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
@@ -127,24 +130,54 @@ class AgentSession:
         return input_id in self._taken
 
     def prompt(self, text: str, input_id: str | None = None) -> str:
-        """Queue `text` as a new turn (it starts now if the session is idle). Returns the input id."""
+        """Queue `text` as a new turn (it starts now if the session is idle). Returns the input id.
+        An input id the session already holds (queued or taken) is not queued again: two callers handing
+        over the same input reach the model once."""
         item = _Input(input_id or f"in_{secrets.token_hex(6)}", text)
-        self._inbox.append(item)
-        self._ensure_driver()
+        if not self._holds(item.input_id):
+            self._inbox.append(item)
+            self._ensure_driver()
         return item.input_id
+
+    def _holds(self, input_id: str) -> bool:
+        return (
+            input_id in self._taken
+            or input_id in self._in_hand
+            or any(i.input_id == input_id for i in self._inbox)
+            or any(i.input_id == input_id for i in self._steers)
+        )
+
+    def tail_of(self, input_id: str) -> InputTail:
+        """What became of this input (for recovery after a crash): see `core.agent.turn_tail`."""
+        return tail_of(self.history, input_id)
+
+    def resume(self) -> bool:
+        """Ask the model again for the unanswered request the history ends with (a crash lost its answer),
+        as a turn of its own queued like a prompt. False when the history does not end in such a request."""
+        if not self.history or not isinstance(self.history[-1], ModelRequest):
+            return False
+        request = self.history[-1]
+        text = "\n".join(
+            p.content for p in request.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+        )
+        self._inbox.append(_Input(f"resume_{secrets.token_hex(6)}", text, resumed=request))
+        self._ensure_driver()
+        return True
 
     def steer(self, text: str, input_id: str | None = None) -> str:
         """Add `text` to the running turn at its next step boundary; on an idle session this is a prompt."""
         if self._turn is None or self._turn.done():
             return self.prompt(text, input_id)
         item = _Input(input_id or f"in_{secrets.token_hex(6)}", text)
-        self._steers.append(item)
+        if not self._holds(item.input_id):
+            self._steers.append(item)
         return item.input_id
 
     async def cancel(self, *, drop_queued: bool = False) -> None:
         """Stop the running turn now. Queued prompts still run afterwards unless `drop_queued`."""
         if drop_queued:
             self._inbox.clear()
+            self._steers.clear()
         turn = self._turn
         if turn is not None and not turn.done():
             turn.cancel()
@@ -214,6 +247,9 @@ class AgentSession:
         try:
             while self._inbox and not self._closed:
                 first = self._inbox.popleft()
+                if first.resumed is not None and (not self.history or self.history[-1] is not first.resumed):
+                    continue  # something was added since: the request is no longer the one owed an answer
+                self._in_hand.add(first.input_id)
                 self._turn = asyncio.get_running_loop().create_task(self._run_turn(first))
                 try:
                     await asyncio.shield(self._turn)
@@ -223,6 +259,12 @@ class AgentSession:
                         self._turn.cancel()
                         raise
                     # Otherwise only the turn was cancelled (cancel()): go on with queued inputs.
+                finally:
+                    # What the turn never wrote into the history was not taken: it may be handed over again.
+                    self._in_hand.clear()
+                if self._steers:
+                    # Steered in as the turn stopped: they lead the next turn rather than wait for one.
+                    self._inbox.appendleft(self._steers.popleft())
         finally:
             self._turn = None
             self._idle.set()
@@ -231,19 +273,27 @@ class AgentSession:
     def _drain_steers(self) -> list[_Input]:
         items = list(self._steers)
         self._steers.clear()
+        self._in_hand.update(i.input_id for i in items)
         return items
 
     async def _run_turn(self, first: _Input) -> None:
         turn = _TurnState(turn_id=f"u_{secrets.token_hex(6)}")
         self._emit(ev.TurnStarted(self.session_id, turn.turn_id))
-        inputs = [first, *self._drain_steers()]
-        parts: list[ModelRequestPart] = [*self._carry, *(UserPromptPart(i.text) for i in inputs)]
-        self._carry = []
+        resumed = first.resumed
+        parts: list[ModelRequestPart] = []
+        if resumed is not None:
+            # Its inputs are announced again, so whoever waits for their answer follows this turn.
+            inputs = [_Input(i, first.text) for i in input_ids_of(resumed)]
+        else:
+            inputs = [first, *self._drain_steers()]
+            parts = [*self._carry, *(UserPromptPart(i.text) for i in inputs)]
+            self._carry = []
         outcome: ev.TurnOutcome = "done"
         error = ""
         try:
             while True:
-                response = await self._step(turn, parts, inputs)
+                response = await self._step(turn, parts, inputs, resumed=resumed)
+                resumed = None
                 if response.tool_calls:
                     await self._run_tools(turn, response.tool_calls)
                     inputs = self._drain_steers()
@@ -269,27 +319,66 @@ class AgentSession:
             self._emit(ev.TurnEnded(self.session_id, turn.turn_id, outcome, error))
 
     async def _step(
-        self, turn: _TurnState, parts: list[ModelRequestPart], inputs: list[_Input]
+        self,
+        turn: _TurnState,
+        parts: list[ModelRequestPart],
+        inputs: list[_Input],
+        *,
+        resumed: ModelRequest | None = None,
     ) -> ModelResponse:
-        """One model request: hand over the inputs, stream the answer, and persist the step."""
+        """One model request: make the inputs durable, hand them over, stream the answer, persist it.
+
+        The request is written before it is sent, and only then are its inputs announced as taken: a crash
+        during the model call leaves the input in the history (owed an answer), never taken into nothing.
+        `resumed` is a request already in the history whose answer a crash lost: it is asked again as is."""
         turn.step += 1
-        request = ModelRequest(
-            parts=parts,
-            instructions=system_prompt(
-                self.spec, self._runtime.clock.now(), self._runtime.sandbox_note(self.spec)
-            ),
-            metadata={"input_ids": [i.input_id for i in inputs]} if inputs else None,
-        )
-        for item in inputs:
-            self._taken.add(item.input_id)
-            self._emit(ev.InputTaken(self.session_id, turn.turn_id, item.input_id, item.text))
+        if resumed is None:
+            request = ModelRequest(
+                parts=parts,
+                instructions=system_prompt(
+                    self.spec, self._runtime.clock.now(), self._runtime.sandbox_note(self.spec)
+                ),
+                metadata={"input_ids": [i.input_id for i in inputs]} if inputs else None,
+            )
+        else:
+            request = resumed
+        # From here the request answers the earlier step's calls: a stop must not answer them again.
         turn.in_flight = request
         turn.partial_text = []
-        response = await self._ask_model(turn.turn_id, turn.step, request, turn.partial_text)
+        turn.returns = []
+        turn.pending_calls = []
+        if resumed is None:
+            try:
+                await self._persist([request])
+            except asyncio.CancelledError:
+                self._announce_taken(turn, inputs)  # the shielded write finished: they are in the history
+                raise
+        self._announce_taken(turn, inputs)
+        response = await self._ask_model(turn.turn_id, turn.step, turn.partial_text)
         turn.in_flight = None
-        self.history += [request, response]
-        await self._runtime.history.append(self.session_id, [request, response])
+        # Its calls are owed a result from the moment the response is in the history.
+        turn.pending_calls = list(response.tool_calls)
+        await self._persist([response])
         return response
+
+    def _announce_taken(self, turn: _TurnState, inputs: list[_Input]) -> None:
+        for item in inputs:
+            self._taken.add(item.input_id)
+            self._in_hand.discard(item.input_id)
+            self._emit(ev.InputTaken(self.session_id, turn.turn_id, item.input_id, item.text))
+
+    async def _persist(self, messages: list[ModelMessage]) -> None:
+        """Add to the history in memory and on disk. Shielded: a cancel arriving meanwhile waits for the
+        write, so what is in memory is what is on disk."""
+        self.history += messages
+        write = asyncio.ensure_future(self._runtime.history.append(self.session_id, messages))
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            if not write.done():
+                with contextlib.suppress(Exception):
+                    await write
+            raise
 
     async def _run_tools(self, turn: _TurnState, calls: list[ToolCallPart]) -> None:
         turn.pending_calls = list(calls)
@@ -299,14 +388,14 @@ class AgentSession:
             turn.pending_calls.pop(0)
 
     async def _keep_what_was_said(self, turn: _TurnState, *, keep_partial: bool) -> None:
-        """Keep history valid and honest after a stop: the input stays (it was taken), partial text stays,
-        and tool calls that did not finish are answered as interrupted at the start of the next turn."""
-        added: list[ModelMessage] = []
+        """Keep history valid and honest after a stop: the request stays (it is already in the history),
+        partial text stays, and tool calls that did not finish are answered as interrupted at the start of
+        the next turn."""
         if turn.in_flight is not None:
-            added.append(turn.in_flight)
             text = "".join(turn.partial_text) if keep_partial else ""
             if text:
-                added.append(ModelResponse(parts=[TextPart(text)]))
+                with contextlib.suppress(Exception):
+                    await self._persist([ModelResponse(parts=[TextPart(text)])])
         else:
             self._carry = [
                 *turn.returns,
@@ -315,15 +404,8 @@ class AgentSession:
                     for c in turn.pending_calls
                 ),
             ]
-        if added:
-            self.history += added
-            # Shielded: a cancel must still leave the history on disk consistent with memory.
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._runtime.history.append(self.session_id, added))
 
-    async def _ask_model(
-        self, turn_id: str, step: int, request: ModelRequest, partial_text: list[str]
-    ) -> ModelResponse:
+    async def _ask_model(self, turn_id: str, step: int, partial_text: list[str]) -> ModelResponse:
         clock = self._runtime.clock
         client = self._runtime.model_client(self.spec.model)
         self._emit(ev.ModelRequestStarted(self.session_id, turn_id, step))
@@ -334,7 +416,7 @@ class AgentSession:
             self._emit(ev.TextDelta(self.session_id, turn_id, delta))
 
         response = await client.request(
-            [*self.history, request],
+            self.history,
             self._tool_definitions,
             on_text=on_text,
             clock=clock,

@@ -1,0 +1,128 @@
+"""An input counts as taken only once the history holding it is on disk (docs/recovery.md): a crash during
+the model call leaves it owed, and asking again repeats nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from core.agent import events as ev
+from core.agent.runtime import AgentRuntime
+from core.clock import SystemClock
+from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
+from tests.integration.conftest import OpenSession
+from tests.integration.test_agent_runtime import Recorder
+
+
+def _history_texts(path: Path) -> list[str]:
+    texts = []
+    for line in path.read_text().splitlines():
+        for message in json.loads(line):
+            texts += [str(p.get("content")) for p in message["parts"] if p["part_kind"] == "user-prompt"]
+    return texts
+
+
+async def test_an_input_is_on_disk_before_it_is_announced_taken(
+    tmp_path: Path, runtime: AgentRuntime, model_server: ScriptedModelServer, open_session: OpenSession
+) -> None:
+    on_disk_when_taken: list[list[str]] = []
+    history = tmp_path / "sessions" / "chat-c_test" / "history.jsonl"
+
+    def look(event: ev.AgentEvent) -> None:
+        if isinstance(event, ev.InputTaken):
+            on_disk_when_taken.append(_history_texts(history) if history.exists() else [])
+
+    runtime.subscribe(look)
+    rec = Recorder(runtime)
+    model_server.push(Reply.text("hi"))
+    session = await open_session()
+    session.prompt("hello there", "m1")
+    await rec.wait_for(ev.TurnEnded)
+    assert on_disk_when_taken == [["hello there"]]
+
+
+async def test_a_runtime_that_died_during_the_model_call_still_owes_the_input_and_asks_once_more(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, open_session: OpenSession
+) -> None:
+    first = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
+    model_server.push(Reply.hang())
+    session = await open_session("chat-c_crash", rt=first)
+    session.prompt("what is 6 x 7?", "m1")
+    await model_server.wait_for_requests(1)
+    # A crash: the process is gone, nothing is closed, the history is what is on disk.
+
+    second = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
+    try:
+        rec = Recorder(second)
+        reopened = await open_session("chat-c_crash", rt=second)
+        assert reopened.has_taken("m1")
+        assert reopened.tail_of("m1").state == "unanswered"
+        model_server.push(Reply.text("42"))
+        assert reopened.resume()
+        await rec.wait_for(ev.TurnEnded)
+        assert [e.input_id for e in rec.of(ev.InputTaken)] == ["m1"]  # whoever waits on m1 follows it
+        asked = [m for m in model_server.messages_of(1) if m["role"] == "user"]
+        assert asked == [{"role": "user", "content": "what is 6 x 7?"}]
+        assert reopened.tail_of("m1").state == "answered"
+        assert reopened.tail_of("m1").text == "42"
+    finally:
+        await second.close()
+        await first.close()
+
+
+async def test_a_tool_result_written_before_the_crash_is_not_run_again(
+    tmp_path: Path, home: Path, model_server: ScriptedModelServer, open_session: OpenSession
+) -> None:
+    first = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
+    model_server.push_many(
+        [Reply.tool_calls([ToolCallSpec("bash", {"command": "echo once >> ran.txt"})]), Reply.hang()]
+    )
+    session = await open_session("chat-c_tool", rt=first)
+    session.prompt("do it", "m1")
+    await model_server.wait_for_requests(2)
+
+    second = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
+    try:
+        rec = Recorder(second)
+        reopened = await open_session("chat-c_tool", rt=second)
+        assert reopened.tail_of("m1").state == "unanswered"
+        model_server.push(Reply.text("done"))
+        reopened.resume()
+        await rec.wait_for(ev.TurnEnded)
+        assert rec.of(ev.ToolCall) == []
+        assert model_server.messages_of(2)[-1]["role"] == "tool"
+        assert (tmp_path / "workspace" / "ran.txt").read_text() == "once\n"
+    finally:
+        await second.close()
+        await first.close()
+
+
+async def test_a_turn_stopped_inside_a_tool_is_not_resumed(
+    tmp_path: Path, runtime: AgentRuntime, model_server: ScriptedModelServer, open_session: OpenSession
+) -> None:
+    rec = Recorder(runtime)
+    model_server.push(Reply.tool_calls([ToolCallSpec("bash", {"command": "sleep 300"})]))
+    session = await open_session()
+    session.prompt("long one", "m1")
+    await rec.wait_for(ev.ToolCall)
+    await session.cancel()
+    # In memory the interrupted call is answered at the next turn; on disk the history ends in the call.
+    assert session.tail_of("m1").state == "cut_in_tool"
+    assert not session.resume()
+
+
+async def test_the_same_input_handed_over_twice_reaches_the_model_once(
+    runtime: AgentRuntime, model_server: ScriptedModelServer, open_session: OpenSession
+) -> None:
+    rec = Recorder(runtime)
+    model_server.push_many([Reply.text("one"), Reply.text("two")])
+    session = await open_session()
+    session.prompt("the brief", "i1")
+    session.steer("the brief", "i1")  # a second caller hands over the same input meanwhile
+    session.prompt("the brief", "i1")
+    await rec.wait_for(ev.TurnEnded)
+    await session.wait_idle(5)
+    session.prompt("the brief", "i1")  # and again after it was taken
+    await session.wait_idle(5)
+    assert len(model_server.requests) == 1
+    assert [m["content"] for m in model_server.messages_of(0) if m["role"] == "user"] == ["the brief"]
