@@ -310,31 +310,43 @@ class ChatService:
         return self._runtime
 
     async def _recover(self) -> None:
-        """After a restart: an input is "taken" once a finished step with it is in the session's history.
-        Inputs never taken are handed over again (at most a model request was lost, no tool ran); a taken
-        one whose turn was cut short gets a notice instead, since re-running it could repeat side effects."""
+        """After a restart, every message the person sent and never saw answered is answered once:
+        - never taken (the turn had not reached it): handed over again;
+        - taken, and its turn finished in the history (the reply was lost on the way to the store): that
+          answer is stored as the reply, without asking the model again;
+        - taken, and its last request unanswered at the end of the history: the request is asked again
+          (nothing had run since it was written);
+        - taken, and its turn cut off inside a tool: a notice, since asking again could repeat what the
+          tool did. See docs/recovery.md."""
         pending = await self._db.read(msg_rows.unanswered_user_messages)
         for record in pending:
             conversation = await self._conversation(record.conversation_id)
             session = await self._session(conversation)
-            if session.has_taken(record.input_id):
-                now = self._clock.time()
-
-                def notice(s: Session, record: MessageRecord = record, now: float = now) -> None:
-                    msg_rows.insert_message(
-                        s,
-                        conversation_id=record.conversation_id,
-                        role="notice",
-                        text=RESTART_NOTICE,
-                        state="done",
-                        now=now,
-                    )
-                    msg_rows.set_message_state(s, record.id, "answered")
-
-                await self._db.write(notice)
-                self._bus.publish(MessagesChanged(record.conversation_id))
-            else:
+            tail = session.tail_of(record.input_id)
+            if tail.state == "not_taken":
                 session.prompt(record.text, record.input_id)
+            elif tail.state == "unanswered" and session.resume():
+                continue
+            else:
+                await self._close_unanswered(record, tail.text if tail.state == "answered" else None)
+
+    async def _close_unanswered(self, record: MessageRecord, answer: str | None) -> None:
+        now = self._clock.time()
+
+        def close(s: Session) -> None:
+            msg_rows.insert_message(
+                s,
+                conversation_id=record.conversation_id,
+                role="assistant" if answer is not None else "notice",
+                text=answer if answer is not None else RESTART_NOTICE,
+                state="done",
+                now=now,
+            )
+            msg_rows.set_message_state(s, record.id, "answered")
+            conv_rows.touch_conversation(s, record.conversation_id, now)
+
+        await self._db.write(close)
+        self._bus.publish(MessagesChanged(record.conversation_id))
 
     # ---- building replies from agent events ---------------------------------------------------------
 

@@ -8,8 +8,6 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,51 +15,11 @@ import httpx
 import pytest
 
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
+from tests.processes import read_fifo
+from tests.serve_process import read_until_listening, serve_env, serve_process
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-def serve_env(model_server: ScriptedModelServer, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ERRAND_")}
-    env.update(
-        ERRAND_MODEL_BASE_URL=model_server.base_url,
-        ERRAND_MODEL="fake-model",
-        ERRAND_API_KEY="sk-test",
-        HOME=str(home),
-    )
-    return env
-
-
-@asynccontextmanager
-async def serve_process(data_dir: Path, env: dict[str, str]) -> AsyncIterator[asyncio.subprocess.Process]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app.cli",
-        "serve",
-        "--data-dir",
-        str(data_dir),
-        "--port",
-        "0",
-        cwd=ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-
-
-async def read_until_listening(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), timeout=30)
-    assert b"listening on" in line, line
-    return line.decode()
 
 
 async def test_serve_writes_api_json_answers_and_stops_cleanly_on_sigterm(
@@ -114,14 +72,45 @@ async def test_version_prints_the_version() -> None:
     assert proc.returncode == 0 and out.decode().startswith("errand ")
 
 
-async def test_after_sigkill_an_untaken_message_is_answered_and_a_cut_off_one_gets_a_notice(
+def _contents(root: Path, name: str) -> list[str]:
+    return [p.read_text() for p in root.rglob(name)]
+
+
+async def _messages_after_restart(
+    data_dir: Path, env: dict[str, str], cid: str, answers: int
+) -> list[dict[str, Any]]:
+    """Restart `errand serve`, wait until `answers` assistant replies are in the conversation, stop it."""
+    async with serve_process(data_dir, env) as proc:
+        await read_until_listening(proc)
+        info = json.loads((data_dir / "api.json").read_text())
+        headers = {"Authorization": f"Bearer {info['token']}"}
+        async with httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=15) as client:
+            url = f"/api/conversations/{cid}/messages"
+            got: list[dict[str, Any]] = []
+            last = 0
+            while sum(m["role"] in ("assistant", "notice") for m in got) < answers:
+                r = await client.get(url, params={"after": last, "wait": 10})
+                new = r.json()["messages"]
+                assert new, "no new message within 10 s"
+                got += new
+                last = new[-1]["id"]
+            everything: list[dict[str, Any]] = (await client.get(url)).json()["messages"]
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), timeout=15) == 0
+    return everything
+
+
+async def test_after_sigkill_a_cut_off_reply_is_finished_and_a_queued_message_answered_once(
     tmp_path: Path, model_server: ScriptedModelServer, home: Path
 ) -> None:
     data_dir = tmp_path / "data"
     env = serve_env(model_server, home)
-    # The first message's turn runs a tool (a finished, persisted step), then its next request hangs.
+    # The first message's turn runs a tool (its result is in the history), then its next request hangs.
     model_server.push_many(
-        [Reply.tool_calls([ToolCallSpec("bash", {"command": "echo side-effect"})]), Reply.hang()]
+        [
+            Reply.tool_calls([ToolCallSpec("bash", {"command": "echo side-effect >> effects.txt"})]),
+            Reply.hang(),
+        ]
     )
     async with serve_process(data_dir, env) as proc:
         await read_until_listening(proc)
@@ -136,39 +125,64 @@ async def test_after_sigkill_an_untaken_message_is_answered_and_a_cut_off_one_ge
         proc.kill()
         await proc.wait()
 
-    model_server.responder = lambda body: Reply.text("answer to " + body["messages"][-1]["content"])
+    def answer(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]
+        return Reply.text("answer to " + ("first" if last["role"] == "tool" else str(last["content"])))
+
+    model_server.responder = answer
+    everything = await _messages_after_restart(data_dir, env, cid, answers=2)
+
+    roles_texts = [(m["role"], m["text"]) for m in everything]
+    # The cut-off turn is finished from where it stopped: the tool's result was kept, so the model is asked
+    # again and the tool is not run twice; the queued message is answered once, after it.
+    assert roles_texts == [
+        ("user", "first, cut off"),
+        ("user", "second, queued"),
+        ("assistant", "answer to first"),
+        ("assistant", "answer to second, queued"),
+    ]
+    assert _contents(data_dir, "effects.txt") == ["side-effect\n"]
+    sent = [m["content"] for r in model_server.requests for m in r.messages if m["role"] == "user"]
+    assert sent.count("second, queued") == 1
+    assert all(
+        r.messages.count({"role": "user", "content": "first, cut off"}) <= 1 for r in model_server.requests
+    )
+
+
+async def test_after_sigkill_inside_a_tool_the_message_gets_a_notice_instead_of_a_rerun(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    env = serve_env(model_server, home)
+    # The tool is still running when the host dies: running the turn again could repeat what it did.
+    model_server.push(
+        Reply.tool_calls([ToolCallSpec("bash", {"command": "echo on > running.fifo; sleep 60"})])
+    )
     async with serve_process(data_dir, env) as proc:
         await read_until_listening(proc)
         info = json.loads((data_dir / "api.json").read_text())
         headers = {"Authorization": f"Bearer {info['token']}"}
-        async with httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=15) as client:
-            url = f"/api/conversations/{cid}/messages"
-            got: list[dict[str, Any]] = []
-            last = 0
-            while not any(m["role"] == "assistant" for m in got):
-                r = await client.get(url, params={"after": last, "wait": 10})
-                new = r.json()["messages"]
-                assert new, "no new message within 10 s"
-                got += new
-                last = new[-1]["id"]
-            everything = (await client.get(url)).json()["messages"]
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), timeout=15) == 0
+        async with httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=10) as client:
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            # In the bot's workspace, where the sandboxed shell may write.
+            (fifo,) = [w / "running.fifo" for w in data_dir.glob("bots/*/workspace")]
+            os.mkfifo(fifo)
+            await client.post(f"/api/conversations/{cid}/messages", json={"text": "run the long thing"})
+            assert (await read_fifo(fifo)).strip() == "on"
+        proc.kill()
+        await proc.wait()
 
-    roles_texts = [(m["role"], m["text"]) for m in everything]
-    assert roles_texts[0] == ("user", "first, cut off")
-    assert roles_texts[1] == ("user", "second, queued")
-    assert (
-        "notice",
-        "Errand stopped while answering this message. Send it again if you still need an answer.",
-    ) in roles_texts
-    assert ("assistant", "answer to second, queued") in roles_texts
-    # Each was handled once: the cut-off turn is not re-run (its tool may have had effects), the queued
-    # message is answered once.
-    assert len(everything) == 4
-    assert not any(m["role"] == "assistant" and "first" in m["text"] for m in everything)
-    sent = [m["content"] for r in model_server.requests for m in r.messages if m["role"] == "user"]
-    assert sent.count("second, queued") == 1
+    model_server.responder = lambda body: Reply.text("should not be asked")
+    everything = await _messages_after_restart(data_dir, env, cid, answers=1)
+
+    assert [(m["role"], m["text"]) for m in everything] == [
+        ("user", "run the long thing"),
+        (
+            "notice",
+            "Errand stopped while answering this message. Send it again if you still need an answer.",
+        ),
+    ]
+    assert len(model_server.requests) == 1
 
 
 async def test_the_app_without_a_display_says_so_instead_of_crashing(tmp_path: Path) -> None:
