@@ -152,25 +152,50 @@ class Outbox:
         run_id: str = "",
     ) -> bool:
         """Queue a message and let the policy send it. False when this id was already queued."""
-        now = self._clock.time()
 
         def insert(s: Session) -> bool:
-            _, created = delivery_rows.insert_delivery(
+            return self.stage(
                 s,
-                id=delivery_id,
+                delivery_id=delivery_id,
                 bot_id=bot_id,
                 conversation_id=conversation_id,
                 purpose=purpose,
                 text=text,
-                now=now,
                 task_id=task_id,
                 run_id=run_id,
             )
-            return created
 
         created = await self._db.write(insert)
         if created:
             await self.flush()
+        return created
+
+    def stage(
+        self,
+        s: Session,
+        *,
+        delivery_id: str,
+        bot_id: str,
+        conversation_id: str,
+        purpose: DeliveryPurpose,
+        text: str,
+        task_id: str = "",
+        run_id: str = "",
+    ) -> bool:
+        """Queue a message inside the caller's transaction, so it commits with the change that owes it (a
+        run's end and its result): a crash can no longer fall between the two. `flush()` after the commit.
+        False when this id was already queued."""
+        _, created = delivery_rows.insert_delivery(
+            s,
+            id=delivery_id,
+            bot_id=bot_id,
+            conversation_id=conversation_id,
+            purpose=purpose,
+            text=text,
+            now=self._clock.time(),
+            task_id=task_id,
+            run_id=run_id,
+        )
         return created
 
     async def flush(self) -> int:

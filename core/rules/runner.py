@@ -615,6 +615,18 @@ class RuleRunner:
             run_rows.end_run(s, run_id, outcome=outcome, now=now, error=error, report=report_json)
             if would:
                 run_rows.update_run(s, run_id, would=would)
+            if said and rule.kind == "check":
+                # Only an acting check pushes here (a reminder pushed its words before it ended), in the
+                # run's own end, so a crash cannot fall between the two.
+                self._outbox.stage(
+                    s,
+                    delivery_id=f"{run_id}:rule",
+                    bot_id=rule.bot_id,
+                    conversation_id=rule.conversation_id,
+                    purpose="rule",
+                    text=said,
+                    run_id=run_id,
+                )
             current = rule_rows.get_rule(s, rule.id)
             return True, current is None or bool(current.paused_reason)
 
@@ -623,15 +635,7 @@ class RuleRunner:
         if not ended:
             return
         if said and rule.kind == "check":
-            # Only an acting check pushes here; a reminder pushed its words before it ended.
-            await self._outbox.push(
-                delivery_id=f"{run_id}:rule",
-                bot_id=rule.bot_id,
-                conversation_id=rule.conversation_id,
-                purpose="rule",
-                text=said,
-                run_id=run_id,
-            )
+            await self._outbox.flush()
         view = None
         month = None
         with contextlib.suppress(NotFoundError):  # deleted meanwhile

@@ -66,6 +66,9 @@ STOPPED_REFUSAL = "This task was stopped by the user. Do nothing more."
 TASK_PREFIX = "task-"
 
 Finished = Callable[[RunRecord, TaskRecord, Report | None], Awaitable[None]]
+# Inside the transaction that ends the run: queue what the run's end owes its conversation (result,
+# failure, budget question), so the end and what it owes commit together.
+OwedPushes = Callable[[Session, RunRecord, TaskRecord, Report | None], None]
 RuleStarter = Callable[[str], Awaitable[None]]  # run id; the run holds its slot when called
 
 
@@ -113,6 +116,7 @@ class TaskRunner:
         *,
         tools: Callable[[], list[ToolSpec]],
         on_finished: Finished,
+        owed_pushes: OwedPushes,
         retry: RetryPolicy = TASK_RETRY,
         settle_limit_s: float = SETTLE_LIMIT_S,
         meter: CostMeter | None = None,
@@ -127,6 +131,7 @@ class TaskRunner:
         self._slots = slots
         self._tools = tools
         self._on_finished = on_finished
+        self._owed_pushes = owed_pushes
         self._retry = retry
         self._settle_limit_s = settle_limit_s
         self._meter = meter or CostMeter(clock)
@@ -193,10 +198,6 @@ class TaskRunner:
         stored activity is written only when a turn ends."""
         active = self._active.get(run_id)
         return active.activity.to_json() if active else None
-
-    def session_of_run(self, run_id: str) -> AgentSession | None:
-        active = self._active.get(run_id)
-        return active.session if active else None
 
     def record_report(self, session_id: str, report: Report) -> bool:
         """Keep the latest Report of the run this session works for; False when no run is active."""
@@ -312,7 +313,16 @@ class TaskRunner:
             # Nothing to do (every input was already taken before a restart): settle right away.
             self._spawn(self._check_settled(run_id))
 
+    async def hand_over(self, run_id: str) -> None:
+        """Give the working run the task's inputs it has not taken yet, oldest first (a follow-up that
+        arrived while it works). Safe to call at any time: the session takes each input once."""
+        active = self._active.get(run_id)
+        if active is not None:
+            await self._hand_over_inputs(active)
+
     async def _hand_over_inputs(self, active: _Active) -> None:
+        """Always the whole list in order, never one input on its own: a follow-up arriving as the run
+        starts must not reach the model before the brief."""
         session = active.session
         now = self._clock.time()
         pending = await self._db.read(lambda s: input_rows.untaken_inputs(s, active.task_id))
@@ -619,7 +629,10 @@ class TaskRunner:
                 task_rows.update_task(s, task.id, now=now, ended_at=now, end_reason="done")
             if task is not None:
                 task_rows.update_task(s, task.id, now=now, last_used_at=now)
-            return run_rows.get_run(s, run_id), task_rows.get_task(s, run.task_id)
+            ended, current = run_rows.get_run(s, run_id), task_rows.get_task(s, run.task_id)
+            if notify and ended is not None and current is not None:
+                self._owed_pushes(s, ended, current, report)
+            return ended, current
 
         run, task = await self._db.write(end)
         self._slots.release(run_id)
@@ -627,9 +640,7 @@ class TaskRunner:
         if run is None or task is None:
             return
         if notify:
-            # Results pushed and questions withdrawn before anyone hears the run ended, so a reader never
-            # sees a finished task with its question still open.
-            await self._on_finished(run, task, active.report if active else None)
+            await self._on_finished(run, task, report)
         self._publish(task.id)
 
     async def _release_session(self, session_id: str) -> None:

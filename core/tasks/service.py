@@ -108,6 +108,7 @@ class TaskService:
             self.slots,
             tools=lambda: [task_report_tool(self)],
             on_finished=self._run_finished,
+            owed_pushes=self._stage_pushes,
             retry=retry,
             settle_limit_s=settle_limit_s,
             meter=meter,
@@ -274,9 +275,7 @@ class TaskService:
 
         how = await self._db.write(add)
         if how == "steered" and active is not None:
-            session = self.runner.session_of_run(active)
-            if session is not None:
-                session.steer(text, input_id)
+            await self.runner.hand_over(active)
         self.runner.poke()
         self._bus.publish(TaskChanged(task_id))
         return how
@@ -596,12 +595,19 @@ class TaskService:
     # ---- questions (P3 §6 "Questions: ask early, keep working") -------------------------------------
 
     async def _ask(self, task: TaskRecord, report: Report) -> None:
-        """Ask right away, whether or not the run goes on; asking again replaces the open question."""
+        """Ask right away, whether or not the run goes on; asking again replaces the open question. The
+        question and its push commit together, so a crash never leaves a question nobody was asked."""
         assert report.question is not None
         question = report.question
         question_id = new_id("q")
         now = self._clock.time()
         run_id = self.runner.active_run(task.id) or ""
+        lang = language_of(task.brief)
+        text = pushed(lang, "question", title=task.title, question=question.text)
+        if question.options:
+            text += "\n" + pushed(lang, "options", options=" / ".join(question.options))
+        if question.default is not None:
+            text += "\n" + pushed(lang, "default", default=question.default)
 
         def insert(s: Session) -> None:
             for old in approval_rows.open_approvals(s, task_id=task.id):
@@ -621,23 +627,19 @@ class TaskService:
                 default=question.default,
                 code=new_code(approval_rows.open_codes(s), _RANDOM.randint),
             )
+            self._outbox.stage(
+                s,
+                delivery_id=f"{question_id}:ask",
+                bot_id=task.bot_id,
+                conversation_id=task.conversation_id,
+                purpose="question",
+                text=text,
+                task_id=task.id,
+                run_id=run_id,
+            )
 
         await self._db.write(insert)
-        lang = language_of(task.brief)
-        text = pushed(lang, "question", title=task.title, question=question.text)
-        if question.options:
-            text += "\n" + pushed(lang, "options", options=" / ".join(question.options))
-        if question.default is not None:
-            text += "\n" + pushed(lang, "default", default=question.default)
-        await self._outbox.push(
-            delivery_id=f"{question_id}:ask",
-            bot_id=task.bot_id,
-            conversation_id=task.conversation_id,
-            purpose="question",
-            text=text,
-            task_id=task.id,
-            run_id=run_id,
-        )
+        await self._outbox.flush()
 
     async def fail_for_approval_timeout(self, task_id: str) -> None:
         """Nobody approved within 12 h: the run fails 「批准超时」 and the failure is pushed (P3 §11)."""
@@ -695,23 +697,29 @@ class TaskService:
         )
         return await self.follow_up(question.task_id, text, cause="answer", kind="answer")
 
-    async def _run_finished(self, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
+    def _stage_pushes(self, s: Session, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
+        """What a run's end owes the task's conversation, queued in the transaction that ends it."""
         lang = language_of(task.brief)
-        if run.outcome in ("done", "failed"):
-            await self._outbox.flush()  # the run's end withdrew its questions: a held one may go now
         if run.outcome == "done" and report is not None and report.message:
-            await self._push(task, run, "result", report.message)
+            self._stage(s, task, run, "result", report.message)
         elif run.outcome == "failed":
             reason = run.error or (report.message if report else "") or "unknown error"
-            await self._push(task, run, "failure", pushed(lang, "failure", title=task.title, reason=reason))
+            self._stage(s, task, run, "failure", pushed(lang, "failure", title=task.title, reason=reason))
         elif run.outcome == "budget":
             # The budget question (P3 §8): pushed like any question; answered in needs-you or here.
             line = pushed(lang, "budget", title=task.title, spent=f"{task.spent_usd:.2f}")
-            await self._push(task, run, "question", f"{line}\n{pushed(lang, 'budget_options')}")
+            self._stage(s, task, run, "question", f"{line}\n{pushed(lang, 'budget_options')}")
+
+    async def _run_finished(self, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
+        # The run's end withdrew its questions, so a question held behind them may go now too.
+        await self._outbox.flush()
         self._bus.publish(TaskChanged(task.id))
 
-    async def _push(self, task: TaskRecord, run: RunRecord, purpose: DeliveryPurpose, text: str) -> None:
-        await self._outbox.push(
+    def _stage(
+        self, s: Session, task: TaskRecord, run: RunRecord, purpose: DeliveryPurpose, text: str
+    ) -> None:
+        self._outbox.stage(
+            s,
             delivery_id=f"{run.id}:{purpose}",
             bot_id=task.bot_id,
             conversation_id=task.conversation_id,
