@@ -30,6 +30,9 @@ _CREATE_FIELDS = frozenset(
 _UPDATE_FIELDS = frozenset({"title", "instruction", "schedule", "mode", "trigger"})
 _PREVIEW_FIELDS = frozenset({"schedule", "from", "count", "lang"})
 DEFAULT_PREVIEW_COUNT = 5
+# 9000-01-01T00:00Z. Schedules count on in calendar dates, which end with 9999; far below that, fifty fire
+# times of the sparsest cron (five years apart at most) still fit.
+LAST_INSTANT = 221_845_392_000
 
 
 def add_rule_routes(router: web.UrlDispatcher, host: Host) -> None:
@@ -148,8 +151,10 @@ def _optional(body: dict[str, Any], field: str) -> str | None:
 
 def _lang(request: web.Request, body: dict[str, Any]) -> str:
     """The body's `lang`, else `?lang=`, else zh."""
-    lang = body.get("lang") or request.query.get("lang", "zh")
-    if lang not in ("zh", "en"):
+    lang = body.get("lang")
+    if lang is None or lang == "":
+        lang = request.query.get("lang", "zh")
+    if lang not in ("zh", "en"):  # an empty list or object is no language either
         raise InvalidInputError("lang", "must be zh or en")
     return str(lang)
 
@@ -166,16 +171,19 @@ def _instant(value: object, field: str = "from") -> float | None:
         try:
             value = float(text)
         except ValueError:
-            try:
-                moment = datetime.fromisoformat(text)
-            except ValueError:
-                raise InvalidInputError(
-                    field, f"must be an ISO 8601 time or epoch seconds, not {text!r}"
-                ) from None
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=ZoneInfo(local_zone()))
-            return moment.timestamp()
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise InvalidInputError(field, "must be a time after 1970")
-    return seconds
+            value = _iso_seconds(text, field)
+    # An int is compared as it is: float() of a 400-digit one raises OverflowError.
+    if not (isinstance(value, int) or math.isfinite(value)) or not 0 <= value <= LAST_INSTANT:
+        raise InvalidInputError(field, "must be a time between 1970 and the year 9000")
+    return float(value)
+
+
+def _iso_seconds(text: str, field: str) -> float:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:  # a year past 9999 among them
+        shown = text if len(text) <= 40 else text[:39] + "…"
+        raise InvalidInputError(field, f"must be an ISO 8601 time or epoch seconds, not {shown!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=ZoneInfo(local_zone()))
+    return moment.timestamp()

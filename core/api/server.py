@@ -7,19 +7,24 @@ before it calls a command.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMethod
+from aiohttp.web_protocol import RequestHandler
 
 from core.api.bot_settings import bot_update_from_json, connection_request_from_json
 from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
-from core.api.validation import json_object, optional_str, required_str
+from core.api.validation import MAX_BODY, BodyTooLargeError, json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
+from core.chat.service import MAX_TEXT
 from core.errors import (
     ConflictError,
     ErrandError,
@@ -34,7 +39,15 @@ from core.version import __version__
 
 log = logging.getLogger(__name__)
 
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+# The whole Host header, exactly: a looser test lets "[::1].evil.com" or "localhost.evil.com" through, names
+# a DNS-rebinding page controls. [0-9], not \d, which also matches digits of other scripts.
+_LOOPBACK_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?")
+_LINE_SHOWN = 200
+# How long a connection keeps reading a body its handler left unread (one refused as too large, or sent with
+# a GET), so the client can finish sending and read the answer. aiohttp's default is 10 s, and a connection
+# lingering over a peer that already left holds up stop() (SIGTERM) for all of it; a local client needs far
+# less.
+LINGER_S = 1.0
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -42,11 +55,38 @@ def error_response(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"error": {"code": code, "message": message}}, status=status)
 
 
-def _host_name(header: str) -> str:
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[: header.find("]") + 1] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+def is_loopback_host(header: str) -> bool:
+    return _LOOPBACK_HOST.fullmatch(header.strip().lower()) is not None
+
+
+class _JsonErrorProtocol(RequestHandler):
+    """aiohttp answers what its HTTP parser refuses (a method it does not know, a request line over 8 KB, a
+    malformed header) before any middleware runs, in plain text; this gives those the API's JSON errors."""
+
+    __slots__ = ()
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        super().handle_error(request, status, exc, message)  # logs, and raises if a response already began
+        if isinstance(exc, BadHttpMethod):
+            response = error_response(
+                status, "bad_method", "Unknown HTTP method; this API takes GET, POST, PUT and DELETE."
+            )
+        elif status < 500:
+            line = " ".join((message or "").split())
+            shown = line if len(line) <= _LINE_SHOWN else line[: _LINE_SHOWN - 1] + "…"
+            response = error_response(status, "bad_request", f"The request is not valid HTTP: {shown}")
+        else:
+            response = error_response(
+                status, "internal", "Internal error; see the log in the data dir's logs folder."
+            )
+        response.force_close()
+        return response
 
 
 def _int_query(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
@@ -63,6 +103,8 @@ def _int_query(request: web.Request, name: str, *, default: int, low: int, high:
 
 
 def _status_for(exc: ErrandError) -> int:
+    if isinstance(exc, BodyTooLargeError):
+        return 413
     if isinstance(exc, UnprocessableError):
         return 422
     if isinstance(exc, InvalidInputError):
@@ -82,10 +124,13 @@ class ApiServer:
         self.token = token
         self._port = port
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
         self.url = ""
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._errors, self._loopback_only, self._authenticated])
+        app = web.Application(
+            middlewares=[self._errors, self._loopback_only, self._authenticated], client_max_size=MAX_BODY
+        )
         r = app.router
         r.add_get("/api/health", self.health)
         r.add_get("/api/bots", self.list_bots)
@@ -117,20 +162,37 @@ class ApiServer:
         return app
 
     async def start(self) -> str:
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.app(), handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
-        await site.start()
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[attr-defined]
-        port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        server = self._runner.server
+        assert server is not None
+        loop = asyncio.get_running_loop()
+        # Our own listener instead of a TCPSite, so each connection gets the JSON-error protocol; the
+        # runner's server still tracks the connections and closes them on stop.
+        try:
+            self._listener = await loop.create_server(
+                lambda: _JsonErrorProtocol(
+                    server, loop=loop, access_log=cast(logging.Logger, None), lingering_time=LINGER_S
+                ),
+                "127.0.0.1",
+                self._port,
+            )
+        except BaseException:  # the port is taken, say: nothing is left set up
+            await self.stop()
+            raise
+        port = self._listener.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         return self.url
 
     async def stop(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if listener is not None:
+            await listener.wait_closed()
 
     # ---- middleware ---------------------------------------------------------------------------------
 
@@ -157,9 +219,12 @@ class ApiServer:
     @web.middleware
     async def _loopback_only(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         # Refusing non-loopback Host headers defeats DNS-rebinding pages that reach 127.0.0.1 from a browser.
-        if _host_name(request.headers.get("Host", "")) not in LOOPBACK_NAMES:
+        if not is_loopback_host(request.headers.get("Host", "")):
             return error_response(
-                403, "forbidden_host", "Only loopback Host headers (127.0.0.1, localhost) are accepted."
+                403,
+                "forbidden_host",
+                "Only loopback Host headers (127.0.0.1, localhost, [::1], each with an optional :port) "
+                "are accepted.",
             )
         return await handler(request)
 
@@ -167,7 +232,9 @@ class ApiServer:
     async def _authenticated(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self.token.encode()):
+        # Header bytes that are not UTF-8 arrive as surrogate escapes; they turn back into those bytes here.
+        sent = token.strip().encode("utf-8", "surrogateescape")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(sent, self.token.encode()):
             return error_response(
                 401,
                 "unauthorized",
@@ -215,7 +282,7 @@ class ApiServer:
         """`{baseUrl?, model?, apiKey?}`, each defaulting to the bot's own. The answer is 200 whether the
         model answered or not: `ok` says which, `message` what to do."""
         bot = await self._host.bots.get(request.match_info["id"])
-        body: dict[str, Any] = await json_object(request) if (await request.read()).strip() else {}
+        body = await json_object(request, optional=True)
         wanted = connection_request_from_json(body)
         check = await self._host.bots.test_connection(
             wanted.base_url if wanted.base_url is not None else bot.model_base_url,
@@ -254,7 +321,7 @@ class ApiServer:
         return web.json_response({"conversations": [conversation_json(c) for c in items]})
 
     async def create_conversation(self, request: web.Request) -> web.Response:
-        body: dict[str, Any] = await json_object(request) if await request.read() else {}
+        body = await json_object(request, optional=True)
         bot_id = optional_str(body, "botId") or None
         title = optional_str(body, "title")
         conversation = await self._host.chat.create_conversation(bot_id, title)
@@ -266,20 +333,20 @@ class ApiServer:
         conversation_id = request.match_info["id"]
         after = _int_query(request, "after", default=0, low=0, high=2**62)
         wait = _int_query(request, "wait", default=0, low=0, high=60)
-        messages = await self._host.chat.list_messages(conversation_id)
-        if wait and not any(m.id > after for m in messages):
-            changed, unsubscribe = self._host.bus.queue(
-                lambda e: isinstance(e, MessagesChanged) and e.conversation_id == conversation_id
-            )
-            try:
-                async with asyncio.timeout(wait):
-                    while not any(m.id > after for m in messages):
-                        await changed.get()
-                        messages = await self._host.chat.list_messages(conversation_id)
-            except TimeoutError:
-                pass
-            finally:
-                unsubscribe()
+        # Listening before the first read: a reply stored while that read runs still wakes the wait.
+        changed, unsubscribe = self._host.bus.queue(
+            lambda e: isinstance(e, MessagesChanged) and e.conversation_id == conversation_id
+        )
+        try:
+            messages = await self._host.chat.list_messages(conversation_id)
+            if wait and not any(m.id > after for m in messages):
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        while not any(m.id > after for m in messages):
+                            await changed.get()
+                            messages = await self._host.chat.list_messages(conversation_id)
+        finally:
+            unsubscribe()
         if after:
             messages = [m for m in messages if m.id > after]
         return web.json_response(
@@ -307,7 +374,7 @@ class ApiServer:
 
     async def create_task(self, request: web.Request) -> web.Response:
         body = await json_object(request)
-        text = required_str(body, "text")
+        text = _words(body)
         budget = _usd(body, "budgetUsd") if body.get("budgetUsd") is not None else None
         task = await self._host.tasks.create(
             bot_id=optional_str(body, "botId") or None,
@@ -332,7 +399,7 @@ class ApiServer:
 
     async def continue_task(self, request: web.Request) -> web.Response:
         body = await json_object(request)
-        how = await self._host.tasks.follow_up(request.match_info["id"], required_str(body, "text"))
+        how = await self._host.tasks.follow_up(request.match_info["id"], _words(body))
         return web.json_response({"result": how}, status=202)
 
     async def delete_task(self, request: web.Request) -> web.Response:
@@ -372,9 +439,17 @@ class ApiServer:
         return web.json_response({"items": [i.to_json() for i in items], "count": len(items)})
 
     async def attention_action(self, request: web.Request) -> web.Response:
-        body: dict[str, Any] = await json_object(request) if await request.read() else {}
+        body = await json_object(request, optional=True)
         result = await self._host.attention.act(request.match_info["id"], request.match_info["action"], body)
         return web.json_response(result)
+
+
+def _words(body: dict[str, Any]) -> str:
+    """A task's `text`: the same bound as a chat message, since both reach the model whole."""
+    text = required_str(body, "text")
+    if len(text) > MAX_TEXT:
+        raise InvalidInputError("text", f"must be at most {MAX_TEXT} characters")
+    return text
 
 
 def _usd(body: dict[str, Any], name: str) -> float:

@@ -19,6 +19,7 @@ CODE_LENGTH = 4
 CODE_MIN = 1000  # codes never start with 0, so they read as a number and never look like an option
 CODE_MAX = 9999
 RANDOM_CODE_TRIES = 64  # then a deterministic scan, so a poor `rand` can't loop forever
+MAX_ANSWER = 100_000  # as a chat message (core.chat.service.MAX_TEXT): an answer reaches the model whole
 # Around a bare answer or after a code: "2。", "包月!", "4821: 包月", "4821,包月" (after NFKC).
 _TRAILING = " \t\r\n\u3000.。!?,、~…"
 _CODE_SEPARATORS = " \t\r\n\u3000:：,，、.-—"
@@ -134,6 +135,8 @@ def validate_answer(answer: str, options: tuple[str, ...], allows_free_text: boo
     text = answer.strip()
     if not text:
         raise AnswerError("the answer is empty: give one of the options or write an answer")
+    if len(text) > MAX_ANSWER:
+        raise AnswerError(f"the answer is longer than {MAX_ANSWER} characters; shorten it")
     if not options:
         return text
     label = match_option(text, options)

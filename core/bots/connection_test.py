@@ -121,7 +121,9 @@ async def check_connection(
     except httpx.ConnectError:
         # Refused, DNS failure, unreachable network, TLS handshake: all "can't get there from here".
         return ConnectionCheck(False, _say(lang, "unreachable", host=host))
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:
+        # Neither is an HTTPError: a host name that is no valid IDNA name ("xn--a", "١.com") passes urlparse
+        # and fails only as the request is built.
         return ConnectionCheck(False, _say(lang, "failed", error=type(exc).__name__))
     latency_ms = round((clock.monotonic() - started) * 1000.0, 1)
     status = response.status_code

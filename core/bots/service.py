@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from core.bots.secret_store import SecretStore, SecretStoreUnavailableError
 from core.bots.settings_changes import settings_changes
 from core.bots.validation import (
     MAX_NAME,
+    validate_api_key,
     validate_base_url,
     validate_model_name,
     validate_name,
@@ -154,7 +156,8 @@ class BotService:
         name = validate_name(name)
         base_url = validate_base_url(base_url)
         preset = validate_preset(preset)
-        model = model.strip()
+        model = validate_model_name(model)
+        api_key = validate_api_key(api_key) if api_key else ""
         bot_id = new_id("b")
         key_ref = ""
         if api_key:
@@ -164,7 +167,6 @@ class BotService:
                 raise UnavailableError(str(exc)) from exc
             key_ref = _key_name(bot_id)
         workspace = self.workspace_of(bot_id)
-        await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
         now = self._clock.time()
 
         def insert(s: Session) -> BotRecord:
@@ -180,7 +182,15 @@ class BotService:
                 preset=preset,
             )
 
-        record = await self._db.write(insert)
+        try:
+            await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
+            record = await self._db.write(insert)
+        except Exception:
+            # A bot that was not made leaves neither a folder nor a key behind.
+            await asyncio.to_thread(shutil.rmtree, workspace.parent, True)
+            if key_ref:
+                await self._secrets.delete(key_ref)
+            raise
         self._bus.publish(BotsChanged())
         return await self._view(record)
 
@@ -242,7 +252,8 @@ class BotService:
             raise InvalidInputError("model", "is empty; enter a model name, e.g. deepseek-chat")
         if api_key is None:
             api_key = (await self.model_config(bot_id)).api_key if bot_id else ""
-        return await check_connection(base_url, model, api_key.strip(), clock=self._clock, lang=lang)
+        api_key = validate_api_key(api_key)
+        return await check_connection(base_url, model, api_key, clock=self._clock, lang=lang)
 
     async def model_presets(self, lang: str = "zh") -> builtins.list[ModelPreset]:
         return await self.presets.list(lang)

@@ -10,6 +10,9 @@ from core.bots.avatars import AVATAR_COLOURS, is_avatar
 from core.errors import InvalidInputError
 
 MAX_NAME = 60
+MAX_URL = 2048  # what browsers and most servers take; a longer "address" is a paste gone wrong
+MAX_MODEL = 200
+MAX_API_KEY = 1024  # real keys are under 200 characters; this only keeps a pasted page out of the keyring
 MIN_TASK_SLOTS = 1
 MAX_TASK_SLOTS = 4  # the overall background cap: one bot can't be given more than all bots share
 MODEL_PROVIDERS: tuple[str, ...] = ("openai",)  # OpenAI-compatible Chat Completions; more when they land
@@ -29,18 +32,32 @@ def validate_base_url(value: str) -> str:
     value = value.strip()
     if not value:
         return ""
-    parsed = urlparse(value)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    if len(value) > MAX_URL:
+        raise InvalidInputError("baseUrl", f"is longer than {MAX_URL} characters; paste the base URL alone")
+    # Line breaks would split the request's headers; spaces and invisible characters are paste accidents.
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
         raise InvalidInputError(
-            "baseUrl", f"{value!r} is not an http(s) URL, e.g. https://api.deepseek.com/v1"
+            "baseUrl", "has spaces, line breaks or control characters inside; paste the base URL alone"
         )
+    example = "e.g. https://api.deepseek.com/v1"
+    try:
+        parsed = urlparse(value)
+        parsed.port  # noqa: B018 - reading it checks the port: a number from 0 to 65535
+    except ValueError:
+        raise InvalidInputError("baseUrl", f"{value!r} is not a valid URL, {example}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise InvalidInputError("baseUrl", f"{value!r} is not an http(s) URL, {example}")
     return value.rstrip("/")
 
 
 def validate_model_name(value: str) -> str:
     value = value.strip()
+    if len(value) > MAX_MODEL:
+        raise InvalidInputError("model", f"must be at most {MAX_MODEL} characters; use the model's id")
     if any(ch.isspace() for ch in value):
         raise InvalidInputError("model", f"{value!r} has spaces; use the model's id, e.g. deepseek-chat")
+    if not value.isprintable():
+        raise InvalidInputError("model", "has control or invisible characters; use the model's id")
     return value
 
 
@@ -100,6 +117,11 @@ def validate_provider(value: str) -> str:
 def validate_api_key(value: str) -> str:
     """The key as stored; empty removes it. Whitespace around a pasted key is never part of it."""
     value = value.strip()
+    if len(value) > MAX_API_KEY:
+        raise InvalidInputError("apiKey", f"is longer than {MAX_API_KEY} characters; paste the key alone")
     if any(ch.isspace() for ch in value):
         raise InvalidInputError("apiKey", "has spaces or line breaks inside; paste the key alone")
+    # It is sent in an HTTP header, which carries ASCII only; anything else is a paste gone wrong.
+    if not (value.isascii() and value.isprintable()):
+        raise InvalidInputError("apiKey", "must be plain ASCII characters; paste the key again")
     return value

@@ -88,6 +88,17 @@ BAD_UPDATES = [
     (BotUpdate(model_base_url="api.deepseek.com"), "baseUrl"),
     (BotUpdate(model_name="deep seek"), "model"),
     (BotUpdate(api_key="sk-a b"), "apiKey"),
+    (BotUpdate(api_key="sk-\u00e9"), "apiKey"),  # it goes in an HTTP header: ASCII only
+    (BotUpdate(api_key="sk-\ud800"), "apiKey"),
+    (BotUpdate(api_key="sk-\x7f"), "apiKey"),
+    (BotUpdate(api_key="sk-" + "a" * 2000), "apiKey"),
+    (BotUpdate(model_base_url="https://api.deepseek.com/v1\x00"), "baseUrl"),
+    (BotUpdate(model_base_url="https://api.deepseek.com/v1\r\nX-Evil: 1"), "baseUrl"),
+    (BotUpdate(model_base_url="https://api.deepseek.com/" + "v" * 200_000), "baseUrl"),
+    (BotUpdate(model_base_url="http://[::1/v1"), "baseUrl"),
+    (BotUpdate(model_base_url="http://localhost:99999/v1"), "baseUrl"),
+    (BotUpdate(model_name="deepseek-chat\u200f"), "model"),
+    (BotUpdate(model_name="m" * 201), "model"),
     (BotUpdate(preset="god-mode"), "preset"),
     (BotUpdate(task_slots=0), "taskSlots"),
     (BotUpdate(task_slots=5), "taskSlots"),
@@ -423,6 +434,39 @@ async def test_a_connection_test_checks_its_url_and_model_first(service: BotServ
     with pytest.raises(InvalidInputError) as caught:
         await service.test_connection("https://api.example.com/v1", " ")
     assert caught.value.field == "model"
+
+
+async def test_a_connection_test_refuses_a_key_no_header_can_carry(service: BotService) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        await service.test_connection("https://api.example.com/v1", "m1", api_key="sk-\u00e9")
+    assert caught.value.message == "apiKey: must be plain ASCII characters; paste the key again"
+
+
+async def test_a_host_name_no_request_can_be_built_for_is_a_failed_check(clock: FakeClock) -> None:
+    for url in ("http://xn--a/v1", "http://\u0661.com/v1"):  # both fail before any network
+        check = await check_connection(url, "m1", "", clock=clock, lang="en")
+        assert not check.ok and "check the base URL" in check.message
+
+
+async def test_a_bot_that_is_not_made_leaves_no_folder_and_no_key(
+    service: BotService,
+    db: Database,
+    secrets: MemorySecretStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bots = tmp_path / "data" / "bots"
+    with pytest.raises(InvalidInputError):
+        await service.create("Scout", api_key="sk-\u00e9")
+
+    async def broken(*_: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(db, "write", broken)
+    with pytest.raises(RuntimeError):
+        await service.create("Scout", api_key="sk-good")
+    assert not bots.exists() or list(bots.iterdir()) == []
+    assert secrets.values == {}
 
 
 async def test_stored_preferences_are_read_before_the_host_starts(tmp_path: Path, clock: FakeClock) -> None:
