@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_OPEN_TASKS = 10
+MAX_TEXT = 100_000  # a person's words, a brief or a follow-up, as for a chat message
 DEFAULT_BUDGET_USD = 1.0
 MAX_BUDGET_USD = 1000.0
 TITLE_LENGTH = 40
@@ -154,6 +155,8 @@ class TaskService:
         "new task"), so the result arrives under the request."""
         if not words.strip():
             raise InvalidInputError("text", "must be a non-empty string")
+        _check_length("text", words)
+        _check_length("brief", brief)
         budget = DEFAULT_BUDGET_USD if budget_usd is None else budget_usd
         if not 0 < budget <= MAX_BUDGET_USD:
             raise InvalidInputError("budgetUsd", f"must be more than 0 and at most {MAX_BUDGET_USD:g}")
@@ -223,7 +226,8 @@ class TaskService:
 
         try:
             await self._db.write(insert)
-        except ConflictError:
+        except BaseException:
+            # Whatever refused the insert, nothing of the task is left behind: no folder without a row.
             await asyncio.to_thread(shutil.rmtree, folder, True)
             raise
         self.runner.poke()
@@ -239,6 +243,7 @@ class TaskService:
         Returns 'steered', 'queued' or 'resumed'."""
         if not text.strip():
             raise InvalidInputError("text", "must be a non-empty string")
+        _check_length("text", text)
         task = await self._task(task_id)
         _refuse_ended(task)
         input_id = new_id("i")
@@ -849,6 +854,13 @@ def _unfinished_jobs(activity: list[dict[str, object]]) -> list[str]:
         else:
             started[job_id] = rest
     return list(started.values())
+
+
+def _check_length(field: str, text: str) -> None:
+    if len(text) > MAX_TEXT:
+        raise InvalidInputError(
+            field, f"must be at most {MAX_TEXT:,} characters; shorten it or put the rest in a file"
+        )
 
 
 def _refuse_ended(task: TaskRecord) -> None:

@@ -233,3 +233,30 @@ async def test_conversation_history_survives_a_new_host_on_the_same_data_dir(
             (m["role"], m.get("content")) for m in model_server.requests[-1].messages if m["role"] != "system"
         ]
         assert sent[:2] == [("user", "my cat is called Miso"), ("assistant", "Noted: your cat is Miso.")]
+
+
+async def test_a_long_poll_wakes_for_a_reply_stored_while_its_first_read_ran(host: Host) -> None:
+    from core.events import MessagesChanged
+    from core.store import messages as msg_rows
+
+    async with running_api(host) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        read = host.chat.list_messages
+        calls = 0
+
+        async def read_then_reply_lands(conversation_id: str) -> Any:
+            nonlocal calls
+            calls += 1
+            seen = await read(conversation_id)
+            if calls == 1:  # the reply is stored, and announced, just after this read
+                await host.db.write(
+                    lambda s: msg_rows.insert_message(
+                        s, conversation_id=cid, role="assistant", text="late", state="done", now=1.0
+                    )
+                )
+                host.bus.publish(MessagesChanged(cid))
+            return seen
+
+        host.chat.list_messages = read_then_reply_lands  # type: ignore[method-assign]
+        r = await client.get(f"/api/conversations/{cid}/messages", params={"after": 0, "wait": 8})
+    assert [m["text"] for m in r.json()["messages"]] == ["late"]
