@@ -1,5 +1,5 @@
-"""Bad input on every route of the local API (issue 12 items 3 and 4; DESIGN.md "Interfaces": errors are JSON
-`{"error": {"code", "message"}}` with a fitting status, and bad input never changes state).
+"""Bad input on every route of the local API: errors are JSON `{"error": {"code", "message"}}` with a
+fitting status, and bad input never changes state.
 
 The route table is walked, not listed: every route ApiServer.app() registers must have an entry in ROUTES,
 which says what a valid request to it looks like (its path values, body and query); the case families
