@@ -86,6 +86,9 @@ class _Active:
     tokens_out: int = 0
     settle_timer: asyncio.Task[None] | None = None
     checking: bool = False
+    # Held while the run decides whether it is finished, and while inputs are handed to it: an input
+    # arriving as the run ends either goes in before the decision or finds the run gone.
+    deciding: asyncio.Lock = field(default_factory=asyncio.Lock)
     stopping: bool = False  # a person stopped it: its cancelled turn must not be nudged or settled
     # Cost (P3 §8): what the task had spent before this run, its budget, and this run's total so far.
     base_url: str = ""
@@ -313,12 +316,18 @@ class TaskRunner:
             # Nothing to do (every input was already taken before a restart): settle right away.
             self._spawn(self._check_settled(run_id))
 
-    async def hand_over(self, run_id: str) -> None:
+    async def hand_over(self, run_id: str) -> bool:
         """Give the working run the task's inputs it has not taken yet, oldest first (a follow-up that
-        arrived while it works). Safe to call at any time: the session takes each input once."""
+        arrived while it works). Safe to call at any time: the session takes each input once. False when
+        the run has ended meanwhile: the caller must start another for the input."""
         active = self._active.get(run_id)
-        if active is not None:
+        if active is None:
+            return False
+        async with active.deciding:
+            if self._active.get(run_id) is not active:
+                return False
             await self._hand_over_inputs(active)
+            return True
 
     async def _hand_over_inputs(self, active: _Active) -> None:
         """Always the whole list in order, never one input on its own: a follow-up arriving as the run
@@ -468,32 +477,40 @@ class TaskRunner:
             return
         active.checking = True
         try:
-            if self._jobs_running(active.session.session_id):
-                await self._db.write(
-                    lambda s: run_rows.set_run_state(s, run_id, "settling", now=self._clock.time())
-                )
-                if active.settle_timer is None:
-                    active.settle_timer = asyncio.get_running_loop().create_task(self._settle_limit(run_id))
-                self._publish(active.task_id)
-                return
-            untaken = await self._db.read(lambda s: input_rows.untaken_inputs(s, active.task_id))
-            if untaken:
-                # An input arrived while the session was finishing (an answer, a follow-up): it goes on.
-                await self._hand_over_inputs(active)
-                return
-            report = active.report
-            if report is not None:
-                outcome: RunOutcome = "failed" if report.state == "progress" else report.state
-                await self._end(run_id, outcome, error=report.message if report.state == "failed" else "")
-            elif active.error:
-                await self._end(run_id, "failed", error=active.error)
-            elif not active.nudged:
-                active.nudged = True
-                await self._nudge(active)
-            else:
-                await self._end(run_id, "failed", error=NO_RESULT)
+            async with active.deciding:
+                await self._decide(active)
         finally:
             active.checking = False
+
+    async def _decide(self, active: _Active) -> None:
+        """Settling, going on with an input that arrived, or ending with the Report's outcome."""
+        run_id = active.run_id
+        if active.session.status != "idle":
+            return  # an input handed over just before this started a turn: its end looks again
+        if self._jobs_running(active.session.session_id):
+            await self._db.write(
+                lambda s: run_rows.set_run_state(s, run_id, "settling", now=self._clock.time())
+            )
+            if active.settle_timer is None:
+                active.settle_timer = asyncio.get_running_loop().create_task(self._settle_limit(run_id))
+            self._publish(active.task_id)
+            return
+        untaken = await self._db.read(lambda s: input_rows.untaken_inputs(s, active.task_id))
+        if untaken:
+            # An input arrived while the session was finishing (an answer, a follow-up): it goes on.
+            await self._hand_over_inputs(active)
+            return
+        report = active.report
+        if report is not None:
+            outcome: RunOutcome = "failed" if report.state == "progress" else report.state
+            await self._end(run_id, outcome, error=report.message if report.state == "failed" else "")
+        elif active.error:
+            await self._end(run_id, "failed", error=active.error)
+        elif not active.nudged:
+            active.nudged = True
+            await self._nudge(active)
+        else:
+            await self._end(run_id, "failed", error=NO_RESULT)
 
     async def _nudge(self, active: _Active) -> None:
         input_id = new_id("i")

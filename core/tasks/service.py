@@ -264,23 +264,18 @@ class TaskService:
             if active is not None:
                 input_rows.mark_delivered(s, input_id, run_id=active, now=now)
                 return "steered"
-            if any(r.state == "queued" for r in run_rows.runs_of_task(s, task_id)):
-                return "queued"
-            run_rows.insert_run(
-                s,
-                id=new_id("r"),
-                bot_id=task.bot_id,
-                session_id=task.session_id,
-                cause=cause,
-                now=now,
-                task_id=task_id,
-            )
-            task_rows.update_task(s, task_id, now=now, ended_at=0, end_reason="")
-            return "resumed"
+            return _queue_run(s, current, cause, now)
 
         how = await self._db.write(add)
-        if how == "steered" and active is not None:
-            await self.runner.hand_over(active)
+        if how == "steered" and active is not None and not await self.runner.hand_over(active):
+            # The run ended between the read and the hand-over: the input is owed a run of its own.
+            def requeue(s: Session) -> str:
+                current = task_rows.get_task(s, task_id)
+                if current is None or current.end_reason in ("stopped", "archived") or current.archived_at:
+                    return "steered"  # kept untaken; a stopped task takes nothing more
+                return _queue_run(s, current, cause, self._clock.time())
+
+            how = await self._db.write(requeue)
         self.runner.poke()
         self._bus.publish(TaskChanged(task_id))
         return how
@@ -854,6 +849,23 @@ def _unfinished_jobs(activity: list[dict[str, object]]) -> list[str]:
         else:
             started[job_id] = rest
     return list(started.values())
+
+
+def _queue_run(s: Session, task: TaskRecord, cause: RunCause, now: float) -> str:
+    """A run for the task's untaken inputs, unless one is queued already: 'queued' or 'resumed'."""
+    if any(r.state in ("queued", "running", "settling") for r in run_rows.runs_of_task(s, task.id)):
+        return "queued"
+    run_rows.insert_run(
+        s,
+        id=new_id("r"),
+        bot_id=task.bot_id,
+        session_id=task.session_id,
+        cause=cause,
+        now=now,
+        task_id=task.id,
+    )
+    task_rows.update_task(s, task.id, now=now, ended_at=0, end_reason="")
+    return "resumed"
 
 
 def _check_length(field: str, text: str) -> None:

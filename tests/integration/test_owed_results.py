@@ -82,3 +82,29 @@ async def test_a_chat_reply_in_the_history_but_not_in_the_conversation_is_restor
 
 async def _replied(client: httpx.AsyncClient, cid: str) -> bool:
     return any(m["role"] == "assistant" for m in await messages(client, cid))
+
+
+async def test_a_follow_up_arriving_as_its_run_ends_gets_a_run_of_its_own(
+    tmp_path: Path, model_server: ScriptedModelServer, script: SessionScript, home: Path
+) -> None:
+    host = make_host(tmp_path / "data", model_server.base_url, home=home)
+    script.add("Sum it", [report("done", message="It is 10."), Reply.text("ok")])
+    script.add("Sum it", [report("done", message="Doubled: 20."), Reply.text("ok")])
+    async with running_api(host) as client:
+        task = await new_task(client, "Sum it")
+        done = await wait_stage(host, client, task["id"], "ready")
+        ended_run = done["runs"][-1]["id"]
+        # The follow-up read the run as working just before it ended.
+        host.tasks.runner.active_run = lambda task_id: ended_run  # type: ignore[method-assign]
+        r = await client.post(f"/api/tasks/{task['id']}/continue", json={"text": "Now double it."})
+        del host.tasks.runner.active_run
+        assert r.json()["result"] == "resumed"
+
+        async def answered() -> bool:
+            return [x["outcome"] for x in (await client.get(f"/api/tasks/{task['id']}")).json()["runs"]] == [
+                "done",
+                "done",
+            ]
+
+        await wait_until(host.bus, answered, what="a second run for the follow-up")
+    assert any("Now double it." in t for t in script.user_texts("Sum it", -1))
