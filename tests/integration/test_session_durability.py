@@ -4,6 +4,8 @@ the model call leaves it owed, and asking again repeats nothing."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from core.agent import events as ev
@@ -12,6 +14,19 @@ from core.clock import SystemClock
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.integration.conftest import OpenSession
 from tests.integration.test_agent_runtime import Recorder
+
+
+@asynccontextmanager
+async def crash_and_restart(tmp_path: Path, home: Path) -> AsyncIterator[tuple[AgentRuntime, AgentRuntime]]:
+    """A runtime that "dies" (it is never closed before the next one opens the same sessions dir, as after
+    a SIGKILL) and the runtime of the next start."""
+    first = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
+    second = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
+    try:
+        yield first, second
+    finally:
+        await second.close()
+        await first.close()
 
 
 def _history_texts(path: Path) -> list[str]:
@@ -44,15 +59,12 @@ async def test_an_input_is_on_disk_before_it_is_announced_taken(
 async def test_a_runtime_that_died_during_the_model_call_still_owes_the_input_and_asks_once_more(
     tmp_path: Path, home: Path, model_server: ScriptedModelServer, open_session: OpenSession
 ) -> None:
-    first = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
-    model_server.push(Reply.hang())
-    session = await open_session("chat-c_crash", rt=first)
-    session.prompt("what is 6 x 7?", "m1")
-    await model_server.wait_for_requests(1)
-    # A crash: the process is gone, nothing is closed, the history is what is on disk.
+    async with crash_and_restart(tmp_path, home) as (first, second):
+        model_server.push(Reply.hang())
+        session = await open_session("chat-c_crash", rt=first)
+        session.prompt("what is 6 x 7?", "m1")
+        await model_server.wait_for_requests(1)
 
-    second = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
-    try:
         rec = Recorder(second)
         reopened = await open_session("chat-c_crash", rt=second)
         assert reopened.has_taken("m1")
@@ -65,24 +77,19 @@ async def test_a_runtime_that_died_during_the_model_call_still_owes_the_input_an
         assert asked == [{"role": "user", "content": "what is 6 x 7?"}]
         assert reopened.tail_of("m1").state == "answered"
         assert reopened.tail_of("m1").text == "42"
-    finally:
-        await second.close()
-        await first.close()
 
 
 async def test_a_tool_result_written_before_the_crash_is_not_run_again(
     tmp_path: Path, home: Path, model_server: ScriptedModelServer, open_session: OpenSession
 ) -> None:
-    first = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
-    model_server.push_many(
-        [Reply.tool_calls([ToolCallSpec("bash", {"command": "echo once >> ran.txt"})]), Reply.hang()]
-    )
-    session = await open_session("chat-c_tool", rt=first)
-    session.prompt("do it", "m1")
-    await model_server.wait_for_requests(2)
+    async with crash_and_restart(tmp_path, home) as (first, second):
+        model_server.push_many(
+            [Reply.tool_calls([ToolCallSpec("bash", {"command": "echo once >> ran.txt"})]), Reply.hang()]
+        )
+        session = await open_session("chat-c_tool", rt=first)
+        session.prompt("do it", "m1")
+        await model_server.wait_for_requests(2)
 
-    second = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=home)
-    try:
         rec = Recorder(second)
         reopened = await open_session("chat-c_tool", rt=second)
         assert reopened.tail_of("m1").state == "unanswered"
@@ -92,9 +99,6 @@ async def test_a_tool_result_written_before_the_crash_is_not_run_again(
         assert rec.of(ev.ToolCall) == []
         assert model_server.messages_of(2)[-1]["role"] == "tool"
         assert (tmp_path / "workspace" / "ran.txt").read_text() == "once\n"
-    finally:
-        await second.close()
-        await first.close()
 
 
 async def test_a_turn_stopped_inside_a_tool_is_not_resumed(
