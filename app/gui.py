@@ -103,7 +103,7 @@ def _run(data_dir: Path) -> int:
     window.show()
     shown_at = _process_age()
     desktop = _Desktop(data_dir, host, bridge, window, quit_requested.set)
-    actions = WindowActions(host, window, app)
+    actions = WindowActions(host, window, app, bridge)
     tray_at = _process_age()
     app.lastWindowClosed.connect(lambda: None if desktop.tray.available else quit_requested.set())
 
@@ -185,12 +185,7 @@ class _Desktop:
 
     def new_task(self) -> None:
         self.open_window()
-        # The window may grow its own "new task" entry; until then the tasks pane is where tasks start.
-        make = getattr(self._window, "new_task", None)
-        if callable(make):
-            make()
-        else:
-            self._window.show_tasks()
+        self._window.new_task()
 
     def host_started(self) -> None:
         from app.notifications import DesktopNotifierSender, Notifications
