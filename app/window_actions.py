@@ -14,6 +14,7 @@ from core.tasks.views import TaskView
 from ui.app_settings import AppSettingsDialog
 from ui.async_calls import AsyncCalls
 from ui.bot_settings import BotSettingsDialog
+from ui.bridge import EventBridge
 from ui.first_run import FirstRunCard
 from ui.i18n import language
 from ui.main_window import MainWindow
@@ -23,8 +24,9 @@ log = logging.getLogger(__name__)
 
 
 class WindowActions:
-    def __init__(self, host: Host, window: MainWindow, app: QApplication) -> None:
+    def __init__(self, host: Host, window: MainWindow, app: QApplication, bridge: EventBridge) -> None:
         self._host = host
+        self._bridge = bridge
         self._window = window
         self._app = app
         self._calls = AsyncCalls()
@@ -64,6 +66,7 @@ class WindowActions:
                 self._app,
                 self._window,
                 prices=self._host.prices,
+                prices_changed=self._bridge.pricesChanged,
             )
             self._show(dialog)
             self._calls.start(dialog.load())

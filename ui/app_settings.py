@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import cast
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Signal, SignalInstance
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -72,8 +72,10 @@ class AppSettingsDialog(QDialog):
         parent: QWidget | None = None,
         *,
         prices: PriceFacade | None = None,
+        prices_changed: SignalInstance | None = None,
     ) -> None:
-        """`prices`: the 价格 section's facade (the host's PriceBook); without it there is no such section."""
+        """`prices`: the 价格 section's facade (the host's PriceBook); without it there is no such section.
+        `prices_changed` (the bridge's `pricesChanged`) makes the section re-read prices changed elsewhere."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("settings.app.title"))
@@ -100,6 +102,8 @@ class AppSettingsDialog(QDialog):
         self.price_section: PriceSection | None = None
         if prices is not None:
             self.price_section = PriceSection(prices, page)
+            if prices_changed is not None:
+                prices_changed.connect(self.price_section.on_prices_changed)
             column.addWidget(self.price_section)
         column.addStretch(1)
         scroll.setWidget(page)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.bus import EventBus
+from core.cost.price_book import PricesChanged
 from core.events import (
     BotsChanged,
     ConversationsChanged,
@@ -74,6 +75,8 @@ class EventBridge(QObject):
     attentionChanged = Signal()
     # A rule was created, edited or deleted, or its runs moved on (rule id); folded like taskChanged.
     ruleChanged = Signal(str)
+    # A model's price override was set or removed (model name): views showing prices re-read them.
+    pricesChanged = Signal(str)
 
     def __init__(
         self,
@@ -119,3 +122,5 @@ class EventBridge(QObject):
             self.conversationsChanged.emit()
         elif isinstance(event, BotsChanged):
             self.botsChanged.emit()
+        elif isinstance(event, PricesChanged):
+            self.pricesChanged.emit(event.model)

@@ -348,6 +348,10 @@ class PriceSection(Section):
         log.warning("deleting the price of %s failed: %s", view.model, reason(exc))
         self._say(t("prices.remove_failed", model=view.model, reason=reason(exc)))
 
+    def on_prices_changed(self, _model: str) -> None:
+        """A price was set or removed elsewhere (the API, another window): show the list as it is now."""
+        self._calls.start(self.load())
+
     def _after_change(self) -> None:
         self.changed.emit()
         self._calls.start(self.load())

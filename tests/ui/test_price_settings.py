@@ -15,6 +15,7 @@ from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_prices import FakePriceFacade
 from tests.ui.conftest import wait_until
 from ui.app_settings import AppSettingsDialog
+from ui.bridge import EventBridge
 from ui.i18n import t
 from ui.price_settings import PriceSection, money
 
@@ -233,3 +234,33 @@ async def test_prices_that_cant_be_read_are_said_and_the_preferences_still_load(
     click(dialog.save_button)
     await wait_until(lambda: bool(bots.preference_updates))
     assert bots.preference_updates == [PreferencesUpdate(theme="dark")]
+
+
+async def test_a_price_set_or_removed_elsewhere_shows_in_the_open_dialog(
+    qtbot: QtBot, qapp: QApplication
+) -> None:
+    """A script sets a price through the API while the settings are open: the list follows, through the
+    bridge's pricesChanged, without the person closing and reopening the dialog."""
+    prices = FakePriceFacade()
+    bridge = EventBridge(prices.bus, attention_interval_ms=0)
+    dialog = AppSettingsDialog(
+        FakeBotFacade(), lambda _on: None, qapp, prices=prices, prices_changed=bridge.pricesChanged
+    )
+    qtbot.addWidget(dialog)
+    dialog.show()
+    await dialog.load()
+    section = section_of(dialog)
+    assert section.rows == {}
+
+    await prices.set(
+        "deepseek-chat",
+        {"input": "0.27", "output": "1.1", "cacheRead": "0.07", "cacheWrite": "0.27", "currency": "USD"},
+    )
+    await wait_until(lambda: "deepseek-chat" in section.rows)
+    assert section.rows["deepseek-chat"].detail.text() == t(
+        "prices.row.main", input="$0.27", output="$1.10", currency="USD"
+    )
+
+    await prices.remove("deepseek-chat")
+    await wait_until(lambda: section.rows == {} and section.empty.isVisible())
+    bridge.close()

@@ -125,7 +125,7 @@ async def test_the_first_run_card_shows_without_a_model_and_leaves_once_one_is_s
     window = MainWindow(bare.chat, bridge, tasks=bare.tasks, attention=bare.attention, bots=bare.bots)
     qtbot.addWidget(window)
     window.show()
-    actions = WindowActions(bare, window, qapp)
+    actions = WindowActions(bare, window, qapp, bridge)
     await window.refresh()
     await actions.check_first_run()
 
