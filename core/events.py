@@ -30,6 +30,13 @@ class LiveReplyChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class AttentionChanged:
+    """Something on the needs-you list may have come or gone that no TaskChanged or RuleChanged announces:
+    a chat question or approval opened or closed, a delivery got stuck or went out, a bot's balance
+    crossed its reserve. Re-read the list."""
+
+
+@dataclass(frozen=True, slots=True)
 class TaskChanged:
     """A task's stage, runs or latest line changed."""
 

@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from core.bus import EventBus
 from core.cost.price_book import PricesChanged
 from core.events import (
+    AttentionChanged,
     BotsChanged,
     ConversationsChanged,
     LiveReplyChanged,
@@ -71,7 +72,8 @@ class EventBridge(QObject):
     taskChanged = Signal(str)
     # A working run of this task took a step (task id); folded like taskChanged.
     runStepAdded = Signal(str)
-    # Something on the needs-you list may have changed (a task changed): re-read it. Folded over bursts.
+    # Something on the needs-you list may have changed (AttentionChanged, or a task or rule changed): re-read
+    # it. Folded over bursts.
     attentionChanged = Signal()
     # A rule was created, edited or deleted, or its runs moved on (rule id); folded like taskChanged.
     ruleChanged = Signal(str)
@@ -116,6 +118,9 @@ class EventBridge(QObject):
             self._steps.add(event.task_id)
         elif isinstance(event, RuleChanged):
             self._rules.add(event.rule_id)
+            self._attention.add("")  # a rule paused, resumed or ready to act is a needs-you row
+        elif isinstance(event, AttentionChanged):
+            self._attention.add("")
         elif isinstance(event, MessagesChanged):
             self.messagesChanged.emit(event.conversation_id)
         elif isinstance(event, ConversationsChanged):

@@ -27,7 +27,7 @@ from core.channels.channel import DESKTOP, shape
 from core.channels.registry import capabilities_of
 from core.clock import Clock
 from core.delivery.policy import ConversationFacts, Decision, Pending, QuietHours, decide, retry_at
-from core.events import ConversationsChanged, MessagesChanged
+from core.events import AttentionChanged, ConversationsChanged, MessagesChanged
 from core.store import approvals as approval_rows
 from core.store import bots as bot_rows
 from core.store import conversations as conv_rows
@@ -35,7 +35,7 @@ from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
 from core.store.bots import BotRecord
 from core.store.database import Database
-from core.store.deliveries import DeliveryPurpose, DeliveryRecord, DeliveryStatus
+from core.store.deliveries import STUCK_REASONS, DeliveryPurpose, DeliveryRecord, DeliveryStatus
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +235,8 @@ class Outbox:
                 )
 
             await self._db.write(hold)
+        if decision.kind == "hold" and decision.held_reason in STUCK_REASONS:
+            self._bus.publish(AttentionChanged())  # a needs-you row: 没送达
         return 0
 
     async def _send(self, decision: Decision, deliveries: list[DeliveryRecord]) -> int:
@@ -287,9 +289,13 @@ class Outbox:
                         delivery_rows.set_delivery_status(s, d.id, "held", held_reason="channel_down")
 
                 await self._db.write(failed)
+            if any(retry_at(d.attempts + 1, now) is None for d in deliveries):
+                self._bus.publish(AttentionChanged())  # retries used up: 没送达 is on the needs-you list
             return 0
         self._bus.publish(MessagesChanged(first.conversation_id))
         self._bus.publish(ConversationsChanged())
+        if any(d.status == "held" and d.held_reason in STUCK_REASONS for d in deliveries):
+            self._bus.publish(AttentionChanged())  # its 没送达 row goes
         for delivery in deliveries:
             for listener in [*self._delivered, *(self._ring if decision.ring else [])]:
                 try:

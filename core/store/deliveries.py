@@ -22,6 +22,8 @@ from core.store.models import DeliveryRow
 
 DeliveryPurpose = Literal["result", "question", "approval", "failure", "rule", "digest", "reminder", "note"]
 DeliveryStatus = Literal["pending", "held", "sent", "dropped"]
+# Held for a reason only the person can clear; such a delivery is a needs-you row.
+STUCK_REASONS = ("window_closed", "quota", "channel_down")
 
 PURPOSES: frozenset[str] = frozenset(get_args(DeliveryPurpose))
 STATUSES: frozenset[str] = frozenset(get_args(DeliveryStatus))
@@ -161,9 +163,7 @@ def sent_questions(s: Session, conversation_id: str) -> list[DeliveryRecord]:
 
 def stuck_deliveries(s: Session) -> list[DeliveryRecord]:
     """Held because only the person can open the way (window closed, no quota, the channel down)."""
-    stmt = select(DeliveryRow).where(
-        DeliveryRow.status == "held", DeliveryRow.held_reason.in_(("window_closed", "quota", "channel_down"))
-    )
+    stmt = select(DeliveryRow).where(DeliveryRow.status == "held", DeliveryRow.held_reason.in_(STUCK_REASONS))
     return [_record(row) for row in s.scalars(stmt.order_by(DeliveryRow.created_at))]
 
 

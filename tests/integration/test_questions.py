@@ -251,6 +251,31 @@ async def test_a_delivery_that_keeps_failing_shows_in_needs_you(host: Host, scri
         assert "open" in item["actions"]
 
 
+async def test_a_stuck_delivery_that_goes_out_announces_that_needs_you_changed(host: Host) -> None:
+    """The window's needs-you list re-reads on AttentionChanged; a delivery leaving its 没送达 row behind
+    changes no task, so without it the row would stay on screen."""
+    from core.events import AttentionChanged
+    from core.store import deliveries as delivery_rows
+
+    async with running_api(host) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+
+        def stuck(s: Any) -> None:
+            delivery_rows.insert_delivery(
+                s, id="r_x:result", bot_id=bot, conversation_id=cid, purpose="result", text="hi", now=1.0
+            )
+            delivery_rows.set_delivery_status(s, "r_x:result", "held", held_reason="channel_down")
+
+        await host.db.write(stuck)
+        assert len((await client.get("/api/attention")).json()["items"]) == 1
+        seen: list[object] = []
+        host.bus.subscribe(seen.append)
+        await host.outbox.flush()  # the channel is back: it goes out
+        assert (await client.get("/api/attention")).json()["items"] == []
+        assert AttentionChanged() in seen
+
+
 async def test_an_approval_nobody_answers_in_12_hours_fails_the_task(
     tmp_path: Path, home: Path, model_server: ScriptedModelServer, script: SessionScript
 ) -> None:

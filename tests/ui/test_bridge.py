@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from core.bus import EventBus
-from core.events import BotsChanged, ConversationsChanged, LiveReplyChanged, MessagesChanged, RunStepAdded
+from core.events import (
+    AttentionChanged,
+    BotsChanged,
+    ConversationsChanged,
+    LiveReplyChanged,
+    MessagesChanged,
+    RuleChanged,
+    RunStepAdded,
+    TaskChanged,
+)
 from tests.ui.conftest import wait_until
 from ui.bridge import EventBridge
 
@@ -90,4 +99,23 @@ async def test_bot_changes_become_a_signal() -> None:
     await wait_until(lambda: bool(seen))
 
     assert seen == ["bots"]
+    bridge.close()
+
+
+async def test_needs_you_is_re_read_after_an_attention_task_or_rule_change_once_per_burst() -> None:
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    attention: list[str] = []
+    bridge.attentionChanged.connect(lambda: attention.append("re-read"))
+
+    bus.publish(AttentionChanged())  # a chat question opened, a delivery got stuck, ...
+    bus.publish(TaskChanged("t_a"))
+    bus.publish(RuleChanged("u_a"))
+    await wait_until(lambda: attention != [] and not bridge.pending())
+    assert attention == ["re-read"]
+
+    bus.publish(AttentionChanged())
+    await wait_until(lambda: len(attention) == 2 and not bridge.pending())
+    bus.publish(RuleChanged("u_b"))  # a rule paused after failures: its row appears
+    await wait_until(lambda: len(attention) == 3 and not bridge.pending())
     bridge.close()
