@@ -26,7 +26,7 @@ from bench.render_runner import render_main, settle
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
-from tests.fakes.fake_rules import FakeRuleFacadeWithRuns
+from tests.fakes.fake_rules import FakeRuleFacade
 from tests.fakes.fake_tasks import FakeTaskFacade
 from ui import i18n, theme
 from ui.bridge import EventBridge
@@ -43,7 +43,7 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     zh = lang == "zh"
     chat = FakeChatFacade(bot_name="天天")
     tasks = FakeTaskFacade(chat)
-    rules = FakeRuleFacadeWithRuns(chat.bus)
+    rules = FakeRuleFacade(chat.bus)
     bots = FakeBotFacade(chat.bus)
     bots.add("天天", bot_id="bot-1", avatar="teal")
     bridge = EventBridge(chat.bus)

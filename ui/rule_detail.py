@@ -14,18 +14,16 @@ user's words, the schedule in words, the mode, the next run and the run log):
 A rule paused at its monthly budget says 「本月预算用完，已暂停」 in red; its 继续 is in needs-you. 导出
 saves the rule and its run log as Markdown (`ui.export_action`).
 
-The run log and 立即运行 come with rule runs: they are shown only when the facade offers `runs` and
-`run_now`, so this works before and after. The mode toggle and every command go through the facade and
-never wait; the view re-reads when the rule changes (RuleChanged), and a read for a rule no longer shown
-is dropped.
+The mode toggle and every command go through the facade and never wait; the view re-reads when the rule
+changes (RuleChanged), and a read for a rule no longer shown is dropped.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent, QMouseEvent
@@ -38,10 +36,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.chat.views import ActivityStep
 from core.errors import NotFoundError
 from core.rules.facade import RuleFacade
-from core.rules.views import RuleView
+from core.rules.views import RuleView, RunLogEntry
 from ui import theme
 from ui.activity_view import FOLDED, UNFOLDED, StepRow
 from ui.answer_bar import reason
@@ -67,105 +64,61 @@ LOG_PAGE = 30
 # A would-be message is quoted in one glance, not in full: the expanded run has the rest.
 QUOTE_LIMIT = 120
 
-RunsRead = Callable[..., Awaitable[object]]
-
-
-def _field(run: object, *names: str) -> Any:
-    """A run's field by any of its names, from a view object or its JSON (camelCase) form."""
-    for name in names:
-        if isinstance(run, Mapping):
-            camel = name.split("_")[0] + "".join(part.title() for part in name.split("_")[1:])
-            for key in (name, camel):
-                if run.get(key) not in (None, ""):
-                    return run[key]
-        else:
-            value = getattr(run, name, None)
-            if value not in (None, ""):
-                return value
-    return None
-
 
 def _quote(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= QUOTE_LIMIT else flat[: QUOTE_LIMIT - 1] + "…"
 
 
-def run_outcome(run: object) -> str:
+def run_outcome(run: RunLogEntry) -> str:
     """What one run did, in the log's words: 本会发送:“…” / 本会保持安静 / 失败:… / 跳过:…"""
-    ready = _field(run, "line", "outcome_line")
-    if isinstance(ready, str):
-        return ready  # the core already said it
-    outcome = str(_field(run, "outcome", "state") or "")
-    observing = _field(run, "mode") == "observe"
-    error = str(_field(run, "reason", "error") or "")
+    if run.line:
+        return run.line  # the core already said it
+    outcome = run.outcome or run.state
+    observing = run.mode == "observe"
+    error = run.reason
     if outcome == "failed":
         return t("rules.run.failed", reason=error) if error else t("rules.run.failed_plain")
     if outcome == "skipped":
         return t("rules.run.skipped", reason=error) if error else t("rules.run.skipped_plain")
     if outcome in ("running", "queued", "settling"):
         return t("rules.run.running")
-    # What it said (act) or would have said (observe), under the names RunLogEntry uses.
-    observing_text = _field(run, "would", "message") if observing else _field(run, "said", "message")
-    text = str(observing_text or "")
+    text = run.would if observing else run.said
     prefix = "rules.run.would" if observing else "rules.run.did"
     return t(f"{prefix}_send", message=_quote(text)) if text else t(f"{prefix}_quiet")
 
 
-def run_cost(run: object) -> str:
+def run_cost(run: RunLogEntry) -> str:
     """「约 $0.03」 / 「不到 $0.01」; '' for a run that cost nothing or was skipped."""
-    if _field(run, "outcome") == "skipped":
-        return ""
-    return usd_cost(_field(run, "spent_usd", "cost_usd"))
+    return "" if run.outcome == "skipped" else usd_cost(run.cost_usd)
 
 
-def run_when(run: object, tz: str, now: float) -> str:
-    at = _field(run, "time", "started_at", "created_at")
-    return moment_words(float(at), tz, now) if isinstance(at, int | float) else ""
+def run_when(run: RunLogEntry, tz: str, now: float) -> str:
+    return moment_words(run.time, tz, now)
 
 
-def run_line(run: object, tz: str, now: float) -> str:
+def run_head(run: RunLogEntry, tz: str, now: float) -> list[str]:
+    """「今天 08:00 · 观察」: when, and the mode unless the run failed or was skipped."""
+    head = [run_when(run, tz, now)]
+    if (run.outcome or run.state) not in ("failed", "skipped") and run.mode:
+        head.append(mode_word(run.mode))
+    return head
+
+
+def run_line(run: RunLogEntry, tz: str, now: float) -> str:
     """「今天 08:00 · 观察 · 本会发送:“…” · 约 $0.03」: time, mode, outcome, cost (P3 "Auditing a rule")."""
-    parts = [run_when(run, tz, now)]
-    outcome = str(_field(run, "outcome", "state") or "")
-    mode = _field(run, "mode")
-    if outcome not in ("failed", "skipped") and isinstance(mode, str) and mode:
-        parts.append(mode_word(mode))
-    parts.append(run_outcome(run))
-    parts.append(run_cost(run))
+    parts = [*run_head(run, tz, now), run_outcome(run), run_cost(run)]
     return " · ".join(part for part in parts if part)
 
 
-def _pages(result: object) -> list[object]:
-    """The rows of a `runs` answer: a list, or a page object or JSON with its rows under `runs`."""
-    if isinstance(result, Sequence) and not isinstance(result, str | bytes):
-        return list(result)
-    rows = result.get("runs") if isinstance(result, Mapping) else getattr(result, "runs", None)
-    return list(rows) if isinstance(rows, Sequence) else []
-
-
-def _report_text(run: object, key: str) -> str:
-    report = _field(run, "report")
-    value = report.get(key) if isinstance(report, Mapping) else None
+def _report_text(run: RunLogEntry, key: str) -> str:
+    value = run.report.get(key) if run.report else None
     return " ".join(str(value).split()) if value else ""
 
 
 def permission_words(preset: str) -> str:
     """只读 / 工作区可写 / 完全; '' when the run does not say."""
     return t(f"rules.run.permission.{preset}") if preset in ("read-only", "workspace-write", "full") else ""
-
-
-def run_steps(run: object) -> list[ActivityStep]:
-    """The run's steps, from views (ActivityStep) or their JSON form."""
-    found = _field(run, "steps")
-    if not isinstance(found, Sequence) or isinstance(found, str | bytes):
-        return []
-    steps = []
-    for step in found:
-        if isinstance(step, ActivityStep):
-            steps.append(step)
-        elif isinstance(step, Mapping):
-            steps.append(ActivityStep.from_json(dict(step)))
-    return steps
 
 
 class RunLogRow(QWidget):
@@ -176,21 +129,16 @@ class RunLogRow(QWidget):
 
     toggled = Signal(str, bool)
 
-    def __init__(self, run: object, tz: str, now: float, parent: QWidget | None = None) -> None:
+    def __init__(self, run: RunLogEntry, tz: str, now: float, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("ruleRunRow")
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setFocusPolicy(Qt.FocusPolicy.TabFocus)
         self.run = run
-        self.run_id = str(_field(run, "id") or "")
+        self.run_id = run.id
         self.line = run_line(run, tz, now)
         self.details: QWidget | None = None
-        outcome = str(_field(run, "outcome", "state") or "")
-        mode = _field(run, "mode")
-        head = [run_when(run, tz, now)]
-        if outcome not in ("failed", "skipped") and isinstance(mode, str) and mode:
-            head.append(mode_word(mode))
-        self.when = QLabel(" · ".join(p for p in head if p), self)
+        self.when = QLabel(" · ".join(p for p in run_head(run, tz, now) if p), self)
         self.when.setObjectName("ruleRunWhen")
         self.when.setProperty("role", "muted")
         self.when.setFont(theme.font("small"))
@@ -206,7 +154,7 @@ class RunLogRow(QWidget):
         self.outcome.setObjectName("ruleRunOutcome")
         self.outcome.setTextFormat(Qt.TextFormat.PlainText)
         self.outcome.setTextInteractionFlags(SELECTABLE)
-        if outcome == "failed":
+        if (run.outcome or run.state) == "failed":
             self.outcome.setProperty("role", "danger")
         first = QHBoxLayout()
         first.setSpacing(8)
@@ -251,9 +199,9 @@ class RunLogRow(QWidget):
         column = QVBoxLayout(box)
         column.setContentsMargins(0, 6, 0, 0)
         column.setSpacing(3)
-        observing = _field(self.run, "mode") == "observe"
-        message = str((_field(self.run, "would") if observing else _field(self.run, "said")) or "")
-        message = message or _report_text(self.run, "message")
+        message = (self.run.would if self.run.mode == "observe" else self.run.said) or _report_text(
+            self.run, "message"
+        )
         summary = _report_text(self.run, "summary")
         would = _report_text(self.run, "would")
         facts = [
@@ -261,9 +209,8 @@ class RunLogRow(QWidget):
             t("rules.run.detail.message", text=" ".join(message.split())) if message.strip() else "",
             t("rules.run.detail.would", text=would) if would else "",
         ]
-        version = _field(self.run, "version")
-        under = [t("rules.run.detail.version", version=version) if isinstance(version, int) else ""]
-        under.append(permission_words(str(_field(self.run, "permission") or "")))
+        under = [t("rules.run.detail.version", version=self.run.version) if self.run.version else ""]
+        under.append(permission_words(self.run.permission))
         facts.append(" · ".join(part for part in under if part))
         for text in facts:
             if not text:
@@ -274,7 +221,7 @@ class RunLogRow(QWidget):
             label.setTextInteractionFlags(SELECTABLE)
             label.setFont(theme.font("small"))
             column.addWidget(label)
-        steps = run_steps(self.run)
+        steps = self.run.steps
         if steps:
             column.addWidget(section_label(t("rules.run.detail.steps"), box))
             for step in steps:
@@ -324,7 +271,7 @@ class RuleDetailBody(QWidget):
         self._rule: RuleView | None = None
         self._following = False
         self._calls = AsyncCalls()
-        self._reader: Reloader[tuple[str, RuleView | None, list[object] | None]] = Reloader(
+        self._reader: Reloader[tuple[str, RuleView | None, list[RunLogEntry] | None]] = Reloader(
             self._load, self._apply, self._failed
         )
         self.run_rows: list[RunLogRow] = []
@@ -467,15 +414,6 @@ class RuleDetailBody(QWidget):
     def rule(self) -> RuleView | None:
         return self._rule
 
-    @property
-    def has_log(self) -> bool:
-        """Whether the facade keeps a run log (rule runs are built); without it the section is absent."""
-        return callable(getattr(self._rules, "runs", None))
-
-    @property
-    def can_run_now(self) -> bool:
-        return callable(getattr(self._rules, "run_now", None))
-
     def show_rule(self, rule_id: str) -> Any:
         """Show this rule and follow it; the future resolves once it is shown."""
         self._following = True
@@ -510,7 +448,7 @@ class RuleDetailBody(QWidget):
 
     # -- reading ---------------------------------------------------------------------------------------
 
-    async def _load(self) -> tuple[str, RuleView | None, list[object] | None]:
+    async def _load(self) -> tuple[str, RuleView | None, list[RunLogEntry] | None]:
         rule_id = self._rule_id
         if rule_id is None:
             return "", None, None
@@ -518,13 +456,9 @@ class RuleDetailBody(QWidget):
             rule = await self._rules.get(rule_id, lang=language())
         except NotFoundError:
             return rule_id, None, None
-        runs: list[object] | None = None
-        read = getattr(self._rules, "runs", None)
-        if callable(read):
-            runs = _pages(await cast(RunsRead, read)(rule_id, lang=language()))
-        return rule_id, rule, runs
+        return rule_id, rule, list(await self._rules.runs(rule_id, lang=language()))
 
-    def _apply(self, result: tuple[str, RuleView | None, list[object] | None]) -> None:
+    def _apply(self, result: tuple[str, RuleView | None, list[RunLogEntry] | None]) -> None:
         rule_id, rule, runs = result
         if rule_id != self._rule_id:
             return  # read for a rule that is no longer shown
@@ -545,7 +479,7 @@ class RuleDetailBody(QWidget):
         self.notice.setText(text)
         self.notice.show()
 
-    def _show(self, rule: RuleView, runs: list[object] | None) -> None:
+    def _show(self, rule: RuleView, runs: list[RunLogEntry] | None) -> None:
         heading = rule_heading(rule)
         if self.title_label.text() != heading:
             self.title_label.setText(heading)
@@ -585,7 +519,7 @@ class RuleDetailBody(QWidget):
                 widget.deleteLater()
         self.run_rows = []
 
-    def _show_log(self, rule: RuleView, runs: list[object] | None) -> None:
+    def _show_log(self, rule: RuleView, runs: list[RunLogEntry] | None) -> None:
         self._clear_log()
         self.log_box.setVisible(runs is not None)
         if runs is None:
@@ -620,8 +554,7 @@ class RuleDetailBody(QWidget):
         if not visible:
             self.export.status.hide()
         self.mode_toggle.setVisible(visible and (self._rule is None or self._rule.kind != "remind"))
-        self.log_box.setVisible(visible and self.has_log)
-        self.run_button.setVisible(self.can_run_now)
+        self.log_box.setVisible(visible)
 
     def log_lines(self) -> list[str]:
         """The run log as shown, newest first (tests read this)."""
@@ -654,14 +587,13 @@ class RuleDetailBody(QWidget):
 
     def _on_run_now(self) -> None:
         rule_id = self._rule_id
-        run_now = getattr(self._rules, "run_now", None)
-        if rule_id is None or not callable(run_now):
+        if rule_id is None:
             return
         self.notice.hide()
         self.run_button.setEnabled(False)
         self.run_button.setText(t("rules.detail.running"))
         self._calls.start(
-            cast(Callable[[str], Coroutine[Any, Any, object]], run_now)(rule_id),
+            self._rules.run_now(rule_id),
             done=lambda _result: self._run_ended(rule_id, None),
             failed=lambda exc: self._run_ended(rule_id, exc),
         )

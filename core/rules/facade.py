@@ -1,14 +1,11 @@
 """The reads and commands the desktop UI uses for rules. `RuleService` implements it; UI tests fake it.
-The signatures mirror `core.rules.service.RuleService` exactly.
-
-The run log (`runs`) and 立即运行 (`run_now`) are not part of the protocol: they arrive with rule runs, and
-the rule detail shows them only when the object it was given has them, so the UI works with either."""
+The signatures mirror `core.rules.service.RuleService` exactly."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from core.rules.views import RuleView
+from core.rules.views import RuleView, RunLogEntry
 
 
 class RuleFacade(Protocol):
@@ -57,6 +54,14 @@ class RuleFacade(Protocol):
     ) -> dict[str, object]:
         """{"words": the schedule in words, "next": the next `count` times as local ISO strings}. Raises
         InvalidInputError for a schedule that would be refused at save."""
+        ...
+
+    async def runs(self, rule_id: str, before: float | None = None, lang: str = "zh") -> list[RunLogEntry]:
+        """The run log, newest first; only runs queued before `before` when given (the next page)."""
+        ...
+
+    async def run_now(self, rule_id: str) -> str:
+        """Start a run now, whatever the schedule says; the new run's id. Raises NotFoundError."""
         ...
 
     async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:

@@ -3,8 +3,8 @@
 It checks what the real RuleService checks for the fields the editor sends (title, instruction, kind, mode
 and the whole schedule, through the real `core.rules.schedule`), so a refused field carries the same name
 (`schedule.minutes`, ...), and schedule words and previews are the real ones. Each change is announced
-with RuleChanged on the bus. `FakeRuleFacadeWithRuns` adds the run log and 立即运行 that rule runs bring,
-so the detail can be shown both with and without them.
+with RuleChanged on the bus. Its run log holds real `RunLogEntry` rows a test adds with `add_run`, and
+立即运行 is recorded in `run_now_calls`.
 
 Costs (issue 7): a rule carries this month's cost and its budgets (`add_rule(month_cost_usd=...)`,
 `set_month_cost`); `export_markdown` gives a small document (or `markdown` when a test sets it), records
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from core.bus import EventBus
@@ -23,42 +23,17 @@ from core.chat.views import ActivityStep
 from core.errors import InvalidInputError, NotFoundError, UnprocessableError
 from core.events import RuleChanged
 from core.rules.schedule import Schedule, fire_times, iso_local, next_fire, parse_schedule, words
-from core.rules.views import RuleView
+from core.rules.views import RuleView, RunLogEntry
 
 DEFAULT_TZ = "Asia/Shanghai"
 TITLE_MAX = 80
 
 
-@dataclass(frozen=True, slots=True)
-class FakeRuleRun:
-    """One line of a rule's run log, with the fields of `core.rules.views.RunLogEntry` the detail reads.
-    `line` is left empty unless given, so the detail's own wording is what tests see."""
-
-    id: str
-    rule_id: str
-    time: float
-    mode: str = "observe"  # observe | act
-    state: str = "ended"  # queued | running | settling | ended
-    outcome: str = "done"  # done | failed | skipped | stopped | interrupted
-    said: str = ""  # act: what it told the person
-    would: str = ""  # observe: what it would have said
-    reason: str = ""  # skipped: why; failed: the error
-    cost_usd: float = 0.0
-    version: int = 1
-    line: str = ""
-    report: dict[str, Any] | None = None  # summary, message, would (what it would have done)
-    # read-only | workspace-write | full; '' = from the mode (observe: read-only, act: workspace-write)
-    permission: str = ""
-    steps: tuple[ActivityStep, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.permission:
-            preset = "read-only" if self.mode == "observe" else "workspace-write"
-            object.__setattr__(self, "permission", preset)
-
-
 class FakeRuleFacade:
     def __init__(self, bus: EventBus | None = None, tz: str = DEFAULT_TZ, now: float | None = None) -> None:
+        self._runs: dict[str, list[RunLogEntry]] = {}
+        self._run_ids = itertools.count(1)
+        self.run_now_calls: list[str] = []
         self.bus = bus or EventBus()
         self.tz = tz
         # A fixed "now" keeps renders and previews stable; None follows the wall clock.
@@ -309,31 +284,57 @@ class FakeRuleFacade:
             updated_at=created_at,
         )
 
-
-class FakeRuleFacadeWithRuns(FakeRuleFacade):
-    """The same, plus the run log and 立即运行 that rule runs add to the real facade."""
-
-    def __init__(self, bus: EventBus | None = None, tz: str = DEFAULT_TZ, now: float | None = None) -> None:
-        super().__init__(bus, tz, now)
-        self._runs: dict[str, list[FakeRuleRun]] = {}
-        self._run_ids = itertools.count(1)
-        self.run_now_calls: list[str] = []
-
-    def add_run(self, rule_id: str, at: float, **fields: Any) -> FakeRuleRun:
-        made = FakeRuleRun(id=f"rr_{next(self._run_ids):04d}", rule_id=rule_id, time=at, **fields)
+    def add_run(
+        self,
+        rule_id: str,
+        at: float,
+        *,
+        mode: str = "observe",
+        outcome: str = "done",
+        state: str = "ended",
+        said: str = "",
+        would: str = "",
+        reason: str = "",
+        cost_usd: float = 0.0,
+        version: int = 1,
+        line: str = "",
+        report: dict[str, Any] | None = None,
+        permission: str = "",
+        steps: tuple[ActivityStep, ...] = (),
+    ) -> RunLogEntry:
+        """A run in the log. `line` is left empty unless given, so the detail's own wording is what tests
+        see; the permission follows the mode (observe: read-only, act: workspace-write) unless given."""
+        made = RunLogEntry(
+            id=f"rr_{next(self._run_ids):04d}",
+            time=at,
+            mode=mode,
+            cause="schedule",
+            state=state,
+            outcome=outcome,
+            version=version,
+            line=line,
+            reason=reason,
+            said=said,
+            would=would,
+            report=report,
+            cost_usd=cost_usd,
+            permission=permission or ("read-only" if mode == "observe" else "workspace-write"),
+            steps=steps,
+        )
         self._runs.setdefault(rule_id, []).append(made)
         self.bus.publish(RuleChanged(rule_id))
         return made
 
-    async def runs(self, rule_id: str, before: float | None = None, lang: str = "zh") -> list[FakeRuleRun]:
+    async def runs(self, rule_id: str, before: float | None = None, lang: str = "zh") -> list[RunLogEntry]:
         """Newest first; only those started before `before` when given (the next page)."""
         self._rule(rule_id)
         found = [r for r in self._runs.get(rule_id, []) if before is None or r.time < before]
         return sorted(found, key=lambda r: -r.time)
 
-    async def run_now(self, rule_id: str) -> None:
+    async def run_now(self, rule_id: str) -> str:
         self._rule(rule_id)
         self.run_now_calls.append(rule_id)
+        return f"rr_now_{len(self.run_now_calls)}"
 
 
 def _title(value: str) -> str:

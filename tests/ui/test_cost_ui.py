@@ -24,7 +24,7 @@ from core.errors import InvalidInputError
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
-from tests.fakes.fake_rules import FakeRuleFacade, FakeRuleFacadeWithRuns
+from tests.fakes.fake_rules import FakeRuleFacade
 from tests.fakes.fake_tasks import FakeTaskFacade, run
 from tests.ui.conftest import full_window, wait_until
 from ui import export_action, i18n
@@ -339,7 +339,7 @@ async def test_an_export_that_fails_halfway_leaves_the_earlier_file_as_it_was(
 
 
 async def test_a_rule_exports_too(qtbot: QtBot, save_dialog: FakeSaveDialog) -> None:
-    rules = FakeRuleFacadeWithRuns()
+    rules = FakeRuleFacade()
     rules.markdown = "# Watch X\n\n- 2 runs\n"
     rule = rules.add_rule("Watch X", mode="observe")
     body = RuleDetailBody(rules, ask_path=save_dialog)
@@ -368,7 +368,7 @@ async def test_a_rule_says_its_cost_this_month_in_its_row_its_detail_and_each_ru
     tasks: FakeTaskFacade,
     bots: FakeBotFacade,
 ) -> None:
-    rules = FakeRuleFacadeWithRuns(facade.bus)
+    rules = FakeRuleFacade(facade.bus)
     window = full_window(qtbot, facade, bridge, tasks, bots, rules)
     try:
         facade.add_conversation("GPU")

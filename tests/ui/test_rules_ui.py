@@ -18,7 +18,7 @@ from core.chat.views import ActivityStep
 from core.events import RuleChanged
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
-from tests.fakes.fake_rules import FakeRuleFacade, FakeRuleFacadeWithRuns
+from tests.fakes.fake_rules import FakeRuleFacade
 from tests.fakes.fake_tasks import FakeTaskFacade
 from tests.ui.conftest import full_window, wait_until
 from ui.bot_panel import BotPanel
@@ -144,9 +144,10 @@ async def test_opening_a_rule_shows_its_words_and_next_run_and_the_toggle_switch
     assert detail.version_label.text() == "Version 2"
     assert detail.destination_label.text() == "Desktop (the conversation it belongs to)"
     assert detail.mode_toggle.buttons["observe"].isChecked()
-    # Without rule runs in the facade there is no log and no 立即运行.
-    assert not detail.log_box.isVisible()
-    assert not detail.run_button.isVisible()
+    # A rule that has not run yet shows its empty log, and 立即运行.
+    assert detail.log_box.isVisible() and detail.log_empty.isVisible()
+    assert detail.run_rows == []
+    assert detail.run_button.isVisible()
 
     QTest.mouseClick(detail.mode_toggle.buttons["act"], Qt.MouseButton.LeftButton)
     await wait_until(lambda: detail.rule is not None and detail.rule.mode == "act")
@@ -171,7 +172,7 @@ async def test_the_run_log_shows_newest_first_when_the_facade_keeps_one(
     tasks: FakeTaskFacade,
     bots: FakeBotFacade,
 ) -> None:
-    rules = FakeRuleFacadeWithRuns(facade.bus)
+    rules = FakeRuleFacade(facade.bus)
     window = full_window(qtbot, facade, bridge, tasks, bots, rules)
     try:
         facade.add_conversation("GPU")
@@ -214,7 +215,7 @@ async def test_a_run_unfolds_in_place_to_its_report_version_permission_and_steps
     tasks: FakeTaskFacade,
     bots: FakeBotFacade,
 ) -> None:
-    rules = FakeRuleFacadeWithRuns(facade.bus)
+    rules = FakeRuleFacade(facade.bus)
     window = full_window(qtbot, facade, bridge, tasks, bots, rules)
     try:
         facade.add_conversation("GPU")
