@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import Protocol
 
 from core.rules.views import RuleView
+from core.translations import Language
 
 
 class RuleFacade(Protocol):
-    async def list_rules(self, bot_id: str | None = None, lang: str = "zh") -> list[RuleView]:
+    async def list_rules(self, bot_id: str | None = None, lang: Language = "zh") -> list[RuleView]:
         """Newest first; one bot's when `bot_id` is given (an unknown bot raises NotFoundError)."""
         ...
 
-    async def get(self, rule_id: str, lang: str = "zh") -> RuleView:
+    async def get(self, rule_id: str, lang: Language = "zh") -> RuleView:
         """One rule. Raises NotFoundError when it is gone."""
         ...
 
@@ -30,7 +31,7 @@ class RuleFacade(Protocol):
         kind: str = "check",
         mode: str = "act",
         conversation_id: str | None = None,
-        lang: str = "zh",
+        lang: Language = "zh",
     ) -> RuleView:
         """A new rule at version 1. Raises InvalidInputError naming the field (`schedule.minutes`, ...)."""
         ...
@@ -43,7 +44,7 @@ class RuleFacade(Protocol):
         instruction: str | None = None,
         schedule: object = None,
         mode: str | None = None,
-        lang: str = "zh",
+        lang: Language = "zh",
     ) -> RuleView:
         """Change what is given; new words are a new version and keep the mode."""
         ...
@@ -53,12 +54,12 @@ class RuleFacade(Protocol):
         ...
 
     def preview(
-        self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"
+        self, schedule: object, *, after: float | None = None, count: int = 5, lang: Language = "zh"
     ) -> dict[str, object]:
         """{"words": the schedule in words, "next": the next `count` times as local ISO strings}. Raises
         InvalidInputError for a schedule that would be refused at save."""
         ...
 
-    async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:
+    async def export_markdown(self, rule_id: str, lang: Language = "zh") -> str:
         """The rule and its run log as a Markdown document, secrets redacted. Raises NotFoundError."""
         ...
