@@ -218,6 +218,7 @@ def split_item_id(value: str) -> tuple[AttentionKind, str]:
 
 # --- words ------------------------------------------------------------------------------------------------
 
+
 def lang_of(lang: str) -> Language:
     """'zh' for any Chinese locale ('zh', 'zh_CN', 'zh-Hans'), 'en' for anything else."""
     return as_language(lang)

@@ -210,7 +210,11 @@ class AttentionService:
             raise NotFoundError("needs-you item", item_id)
         if not can(item, action):
             offered = ", ".join(item.actions) or "none"
-            raise ConflictError(f"{item_id} does not offer {action!r}; it offers: {offered}.")
+            raise ConflictError(
+                f"{item_id} does not offer {action!r}; it offers: {offered}.",
+                key="error.attention.not_offered",
+                fields={"item": item_id, "action": action, "offered": offered},
+            )
         if action == "answer":
             raw = body.get("answer")
             if not isinstance(raw, str) or not raw.strip():

@@ -21,6 +21,7 @@ TIMEOUT_S = 15.0
 PING_BODY_MAX_TOKENS = 1
 DETAIL_MAX = 160  # the provider's own words, cut so a whole HTML page never reaches the dialog
 
+
 def _say(lang: str, key: str, **values: object) -> str:
     return text(as_language(lang), f"connection.{key}", **values)
 

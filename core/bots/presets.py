@@ -30,6 +30,7 @@ _CLOUD: tuple[ModelPreset, ...] = (
     ),
 )
 
+
 class ModelPresets:
     """`ollama_url` is where to look for a local Ollama; tests point it at a fake server."""
 

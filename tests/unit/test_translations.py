@@ -7,6 +7,7 @@ import string
 import pytest
 
 from core import translations
+from core.errors import ConflictError, InvalidInputError, NotFoundError
 from core.translations import BOOKS, Book, catalogue, text
 
 
@@ -38,3 +39,23 @@ def test_an_unknown_key_shows_itself_and_a_misfit_shows_unfilled() -> None:
     assert text("zh", "no.such.key") == "no.such.key"
     assert text("en", "push.options") == "Options: {options}"
     assert text("en", "push.options", wrong="x") == "Options: {options}"
+
+
+def test_a_core_error_keeps_its_english_message_and_words_itself_for_a_person() -> None:
+    gone = NotFoundError("task", "t_1")
+    assert gone.message == "No task with id 't_1'."
+    assert gone.words("en") == gone.message
+    assert gone.words("zh") == "找不到任务 't_1',它可能已被删除。"
+    assert NotFoundError("gadget", "g").words("en") == "No gadget with id 'g'."
+
+
+def test_an_error_without_words_says_its_message() -> None:
+    assert ConflictError("busy").words("zh") == "busy"
+    refused = InvalidInputError("title", "is empty")
+    assert refused.words("zh") == "title: is empty"
+    worded = ConflictError(
+        "x does not offer 'retry'",
+        key="error.attention.not_offered",
+        fields={"item": "x", "action": "retry", "offered": "open"},
+    )
+    assert worded.words("en") == "x does not offer 'retry'; it offers: open."
