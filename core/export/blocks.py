@@ -20,7 +20,7 @@ from core.chat.views import ActivityStep
 from core.cost.prices import Cost, format_cost
 from core.delivery.outbox import local_zone
 from core.export.redaction import redact_multiline
-from core.translations import as_language, has_text, text
+from core.translations import Language, has_text, text
 
 MAX_DETAIL_CHARS = 2000  # a step's detail beyond this is clipped (the store keeps at most 2,000 anyway)
 MAX_DETAIL_LINES = 40
@@ -33,29 +33,29 @@ HOUR = 3600
 DAY = 24 * HOUR
 
 
-def say(lang: str, key: str, **fields: object) -> str:
-    """The export's text for `key` (`export.<key>` in core's catalogue) in the language of `lang`."""
-    return text(as_language(lang), f"export.{key}", **fields)
+def say(lang: Language, key: str, **fields: object) -> str:
+    """The export's text for `key` (`export.<key>` in core's catalogue)."""
+    return text(lang, f"export.{key}", **fields)
 
 
-def word(key: str, lang: str) -> str:
+def word(key: str, lang: Language) -> str:
     """The word for `key` in the language; an unknown key is shown as itself (a new cause or outcome)."""
     if not has_text(f"export.{key}"):
         return key.split(".", 1)[-1]
     return say(lang, key)
 
 
-def label(key: str, lang: str) -> str:
+def label(key: str, lang: Language) -> str:
     """「摘要:」 / "Summary: "."""
     return f"{word(key, lang)}{word('sep', lang)}"
 
 
-def fact_lines(facts: Sequence[tuple[str, str]], lang: str) -> list[str]:
+def fact_lines(facts: Sequence[tuple[str, str]], lang: Language) -> list[str]:
     """A document's facts as a list: 「- 模式:执行」 / "- Mode: act" (`fact.<name>` in the catalogue)."""
     return [f"- {say(lang, f'fact.{name}')}{word('sep', lang)}{value}" for name, value in facts]
 
 
-def outcome_words(state: str, outcome: str, lang: str) -> str:
+def outcome_words(state: str, outcome: str, lang: Language) -> str:
     """How a run ended, or its state while it has not."""
     return word(f"outcome.{outcome}", lang) if outcome else word(f"state.{state or 'running'}", lang)
 
@@ -70,7 +70,7 @@ def when(seconds: float, zone: ZoneInfo) -> str:
     return f"{datetime.fromtimestamp(seconds, zone):%Y-%m-%d %H:%M} ({zone.key})"
 
 
-def span(seconds: float, lang: str) -> str:
+def span(seconds: float, lang: Language) -> str:
     """How long: 「45 秒」「12 分钟」「2 小时 5 分钟」「3 天 2 小时」; "45 s", "12 min", "2 h 5 min"."""
     whole = max(0, round(seconds))
     if whole < MINUTE:
@@ -88,7 +88,7 @@ def span(seconds: float, lang: str) -> str:
     return f"{head} {say(lang, f'span.{units[1]}', n=second)}"
 
 
-def money(amount: float, currency: str, lang: str) -> str:
+def money(amount: float, currency: str, lang: Language) -> str:
     """「约 $0.08」 / "about $0.08" (`format_cost`)."""
     return format_cost(Cost(Decimal(str(amount)), currency), lang)
 
@@ -99,7 +99,7 @@ def dollars(amount: float) -> str:
 
 
 def costs(
-    usd: float, other: Mapping[str, float], unpriced: int, lang: str, *, with_usd: bool = False
+    usd: float, other: Mapping[str, float], unpriced: int, lang: Language, *, with_usd: bool = False
 ) -> list[str]:
     """The parts of a cost: USD, each other currency on its own (never added), and the calls without a price.
     USD is said when `with_usd`, when it is above zero or when there is nothing else to say."""
@@ -115,7 +115,7 @@ def costs(
     return parts
 
 
-def join_costs(parts: Sequence[str], lang: str) -> str:
+def join_costs(parts: Sequence[str], lang: Language) -> str:
     return say(lang, "cost.separator").join(parts)
 
 
@@ -157,7 +157,7 @@ def fence(text: str, indent: str = "") -> list[str]:
     ]
 
 
-def clip(text: str, lang: str) -> str:
+def clip(text: str, lang: Language) -> str:
     """At most MAX_DETAIL_CHARS characters and MAX_DETAIL_LINES lines, saying how much was left out."""
     cut = text[:MAX_DETAIL_CHARS]
     lines = cut.split("\n")
@@ -169,14 +169,14 @@ def clip(text: str, lang: str) -> str:
     return say(lang, "clipped", text=cut, left=left)
 
 
-def prose(title: str, text: str, lang: str) -> list[str]:
+def prose(title: str, text: str, lang: Language) -> list[str]:
     """A bold label over a blockquote; nothing when the text is empty."""
     if not text.strip():
         return []
     return [f"**{word(title, lang)}**", "", *quote(text), ""]
 
 
-def report(data: Mapping[str, object] | None, lang: str, level: str) -> list[str]:
+def report(data: Mapping[str, object] | None, lang: Language, level: str) -> list[str]:
     """A run's Report (summary, message, question with its options and default, files, would-do) under a
     heading of `level` (`###`). Read defensively: it is stored JSON."""
     if not data:
@@ -197,7 +197,7 @@ def report(data: Mapping[str, object] | None, lang: str, level: str) -> list[str
     return lines
 
 
-def _question(raw: object, data: Mapping[str, object], lang: str) -> list[str]:
+def _question(raw: object, data: Mapping[str, object], lang: Language) -> list[str]:
     if isinstance(raw, Mapping):
         text = str(raw.get("text") or raw.get("question") or "")
         options = [str(o) for o in _list(raw.get("options"))]
@@ -238,7 +238,7 @@ def split_dropped(steps: Sequence[ActivityStep]) -> tuple[list[ActivityStep], in
     return (list(steps[1:]), count) if count is not None else (list(steps), 0)
 
 
-def steps_section(steps: Sequence[ActivityStep], dropped: int, lang: str, level: str) -> list[str]:
+def steps_section(steps: Sequence[ActivityStep], dropped: int, lang: Language, level: str) -> list[str]:
     """「处理过程(12 步)」 and one numbered item per step; a failed step is marked, a detail is fenced."""
     if not steps and not dropped:
         return []

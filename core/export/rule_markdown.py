@@ -21,10 +21,10 @@ from core.export import blocks
 from core.export.blocks import say, word
 from core.export.redaction import redact
 from core.rules.views import RuleVersionView, RuleView, RunLogEntry
-from core.translations import has_text
+from core.translations import Language, as_language, has_text
 
 
-def _pick(table: str, key: str, lang: str) -> str:
+def _pick(table: str, key: str, lang: Language) -> str:
     """A mode, kind, pause reason or permission in words; one the catalogue doesn't know, as itself."""
     return say(lang, f"{table}.{key}") if has_text(f"export.{table}.{key}") else key
 
@@ -34,28 +34,30 @@ def rule_markdown(
     versions: Sequence[RuleVersionView],
     runs: Sequence[RunLogEntry],
     *,
-    lang: str,
+    lang: str,  # a locale: any Chinese one reads zh, anything else en
     exported_at: float,
     tz: str | None = None,
 ) -> str:
     """The rule, its versions and its run log (`runs` newest first, as `RuleService.runs` gives them).
     Times are in `tz` (default: the system's zone)."""
     zone = blocks.zone_of(tz)
-    lines = _head(rule, lang, exported_at, zone)
-    lines += [f"## {say(lang, 'your_words')}", ""]
-    lines += [*blocks.quote(rule.instruction), ""] if rule.instruction.strip() else [say(lang, "none"), ""]
-    lines += _versions(rule, versions, lang, zone)
-    lines += [f"## {say(lang, 'rule.run_log')}", ""]
+    language = as_language(lang)
+    lines = _head(rule, language, exported_at, zone)
+    lines += [f"## {say(language, 'your_words')}", ""]
+    words = rule.instruction.strip()
+    lines += [*blocks.quote(rule.instruction), ""] if words else [say(language, "none"), ""]
+    lines += _versions(rule, versions, language, zone)
+    lines += [f"## {say(language, 'rule.run_log')}", ""]
     if runs:
-        lines += [say(lang, "rule.run_count", count=len(runs)), ""]
+        lines += [say(language, "rule.run_count", count=len(runs)), ""]
     else:
-        lines += [say(lang, "no_runs"), ""]
+        lines += [say(language, "no_runs"), ""]
     for entry in runs:
-        lines += _entry(entry, lang, zone)
+        lines += _entry(entry, language, zone)
     return redact("\n".join(lines).rstrip("\n") + "\n")
 
 
-def _head(rule: RuleView, lang: str, exported_at: float, zone: ZoneInfo) -> list[str]:
+def _head(rule: RuleView, lang: Language, exported_at: float, zone: ZoneInfo) -> list[str]:
     facts: list[tuple[str, str]] = [
         ("mode", _pick("mode", rule.mode, lang)),
         ("kind", _pick("kind", rule.kind, lang)),
@@ -85,7 +87,9 @@ def _head(rule: RuleView, lang: str, exported_at: float, zone: ZoneInfo) -> list
     return lines
 
 
-def _versions(rule: RuleView, versions: Sequence[RuleVersionView], lang: str, zone: ZoneInfo) -> list[str]:
+def _versions(
+    rule: RuleView, versions: Sequence[RuleVersionView], lang: Language, zone: ZoneInfo
+) -> list[str]:
     if not versions:
         return []
     lines = [f"## {say(lang, 'rule.versions')}", ""]
@@ -97,7 +101,7 @@ def _versions(rule: RuleView, versions: Sequence[RuleVersionView], lang: str, zo
     return lines
 
 
-def _entry(entry: RunLogEntry, lang: str, zone: ZoneInfo) -> list[str]:
+def _entry(entry: RunLogEntry, lang: Language, zone: ZoneInfo) -> list[str]:
     """One run: a heading line (time · mode · outcome · cost) and its detail under it."""
     parts = [blocks.when(entry.time, zone), _pick("mode", entry.mode, lang), blocks.inline(entry.line)]
     if entry.cost_usd > 0:

@@ -19,28 +19,30 @@ from core.export import blocks
 from core.export.blocks import say, word
 from core.export.redaction import redact
 from core.tasks.views import RunView, TaskDetail
+from core.translations import Language, as_language
 
 
 def task_markdown(
     detail: TaskDetail,
     steps: Mapping[str, Sequence[Mapping[str, object]]],
     *,
-    lang: str,
+    lang: str,  # a locale: any Chinese one reads zh, anything else en
     exported_at: float,
     tz: str | None = None,
 ) -> str:
     """The task with every run, its Report and its steps (`steps[run_id]`: stored step rows, as
     `ActivityStep.to_json`). Times are in `tz` (default: the system's zone)."""
     zone = blocks.zone_of(tz)
-    lines = _head(detail, lang, exported_at, zone)
+    language = as_language(lang)
+    lines = _head(detail, language, exported_at, zone)
     for number, run in enumerate(detail.runs, start=1):
-        lines += _run(number, run, steps.get(run.id, ()), lang, exported_at, zone)
+        lines += _run(number, run, steps.get(run.id, ()), language, exported_at, zone)
     if detail.report and all(run.report != detail.report for run in detail.runs):
-        lines += blocks.report(detail.report, lang, "##")
+        lines += blocks.report(detail.report, language, "##")
     return redact("\n".join(lines).rstrip("\n") + "\n")
 
 
-def _head(detail: TaskDetail, lang: str, exported_at: float, zone: ZoneInfo) -> list[str]:
+def _head(detail: TaskDetail, lang: Language, exported_at: float, zone: ZoneInfo) -> list[str]:
     task = detail.task
     conversation = say(lang, "conversation", id=task.conversation_id)
     origin = f"{say(lang, 'task.desktop')} · {conversation} · {blocks.when(task.created_at, zone)}"
@@ -73,7 +75,7 @@ def _run(
     number: int,
     run: RunView,
     rows: Sequence[Mapping[str, object]],
-    lang: str,
+    lang: Language,
     exported_at: float,
     zone: ZoneInfo,
 ) -> list[str]:
