@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPushButton, QVBoxLayout, 
 
 from core.errors import ErrandError, InvalidInputError
 from ui import theme
-from ui.i18n import t
+from ui.i18n import language, t
 from ui.wrapped_label import WrappedLabel
 
 # A one-line answer needs no more; wider, the box reads as a second composer.
@@ -28,11 +28,12 @@ REPLY_MAX_WIDTH = 460
 
 
 def reason(exc: Exception) -> str:
-    """What a person reads: the core's message, without the name of the field a 422 is about."""
-    if isinstance(exc, InvalidInputError):
+    """What a person reads: the core's words in the UI's language (its English message when the core has
+    none), without the name of the field a 422 is about."""
+    if isinstance(exc, InvalidInputError) and not exc.key:
         return exc.message.removeprefix(f"{exc.field}: ")
     if isinstance(exc, ErrandError):
-        return exc.message
+        return exc.words(language())
     return str(exc) or type(exc).__name__
 
 

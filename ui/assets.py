@@ -5,6 +5,8 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
+from core import translations
+
 
 def _root() -> Path:
     # `resources` is a regular package on disk (also in a PyInstaller bundle): its traversable is a Path.
@@ -20,4 +22,5 @@ def style_path(name: str) -> Path:
 
 
 def translation_path(language: str) -> Path:
-    return _root() / "translations" / f"{language}.json"
+    """The UI's catalogue file for `language` ('zh_CN', 'en'); core's loader owns where it lives."""
+    return translations.translation_path(language, "ui")

@@ -24,7 +24,9 @@ from collections.abc import Callable
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from core.attention.items import TEXT, AttentionItem, action_label, lang_of
+from core.attention.items import AttentionItem, action_label, lang_of
+from core.translations import LANGUAGES
+from core.translations import text as words
 from ui import formatting, theme
 from ui.answer_bar import AnswerBar
 from ui.elided_text import ElidedText
@@ -74,7 +76,7 @@ def body_line(item: AttentionItem) -> str:
     text = item.line.strip()
     if item.default is None:
         return text
-    said = {TEXT[lang]["question_default"].format(default=item.default) for lang in ("zh", "en")}
+    said = {words(lang, "attention.question_default", default=item.default) for lang in LANGUAGES}
     said.add(default_line(item))
     kept = [line for line in text.splitlines() if line.strip() not in said]
     return "\n".join(kept).strip()

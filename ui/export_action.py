@@ -26,7 +26,7 @@ from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.delete_confirm import small_button
-from ui.i18n import language, t
+from ui.i18n import Language, language, t
 from ui.wrapped_label import SELECTABLE, WrappedLabel
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 # (parent, suggested path) -> the chosen path, or None when the person cancelled.
 AskPath = Callable[[QWidget, Path], Awaitable[Path | None]]
 # (id, lang) -> the Markdown document.
-FetchMarkdown = Callable[[str, str], Coroutine[Any, Any, str]]
+FetchMarkdown = Callable[[str, Language], Coroutine[Any, Any, str]]
 
 NAME_LIMIT = 80
 _UNSAFE = re.compile(r'[\x00-\x1f<>:"/\\|?*]+')

@@ -18,9 +18,10 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QVBoxLayout, QWidget
 
-from core.attention.items import ACTION_LABELS, item_id, lang_of
+from core.attention.items import item_id, lang_of
 from core.chat.views import QuestionCard
 from core.tasks.language import Language, pushed
+from core.translations import text
 from ui import theme
 from ui.answer_bar import AnswerBar
 from ui.i18n import language, t
@@ -94,10 +95,10 @@ class QuestionCardWidget(QWidget):
         self.default.setFont(theme.font("small"))
         self.default.setVisible(card.default is not None and card.kind != "approval")
         if card.kind == "approval":
-            labels = ACTION_LABELS[lang]
-            self.bar = AnswerBar(actions=[("approve", labels["approve"]), ("deny", labels["deny"])])
+            approve, deny = text(lang, "attention.action.approve"), text(lang, "attention.action.deny")
+            self.bar = AnswerBar(actions=[("approve", approve), ("deny", deny)])
         else:
-            self.bar = AnswerBar(card.options, ACTION_LABELS[lang]["answer"])
+            self.bar = AnswerBar(card.options, text(lang, "attention.action.answer"))
         self.bar.setParent(self.well)
         self.bar.answered.connect(lambda text: self.answerRequested.emit(self.item_id, "answer", text))
         self.bar.actionRequested.connect(lambda action: self.answerRequested.emit(self.item_id, action, ""))

@@ -35,6 +35,7 @@ from core.errors import (
 )
 from core.events import MessagesChanged
 from core.host import Host
+from core.translations import Language
 from core.version import __version__
 
 log = logging.getLogger(__name__)
@@ -474,8 +475,8 @@ def _markdown(text: str, filename: str) -> web.Response:
     )
 
 
-def _lang(request: web.Request) -> str:
+def _lang(request: web.Request) -> Language:
     lang = request.query.get("lang", "zh")
     if lang not in ("zh", "en"):
         raise InvalidInputError("lang", "must be zh or en")
-    return lang
+    return "zh" if lang == "zh" else "en"

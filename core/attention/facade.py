@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from core.attention.items import AttentionItem
+from core.translations import Language
 
 
 class AttentionFacade(Protocol):
-    async def items(self, lang: str = "zh") -> list[AttentionItem]:
+    async def items(self, lang: Language = "zh") -> list[AttentionItem]:
         """Everything that waits for a person, in the needs-you order, worded in `lang`."""
         ...
 

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Literal, cast
 
 from core.attention.routing import AnswerError, validate_answer
+from core.translations import Language, as_language, has_text, text
 
 AttentionKind = Literal[
     "question",
@@ -217,146 +218,22 @@ def split_item_id(value: str) -> tuple[AttentionKind, str]:
 
 # --- words ------------------------------------------------------------------------------------------------
 
-Lang = Literal["zh", "en"]
 
-TEXT: Mapping[Lang, Mapping[str, str]] = MappingProxyType(
-    {
-        "zh": MappingProxyType(
-            {
-                "question": "等你回答",
-                "question_default": "不回复就按{default}做",
-                "approval": "等你批准",
-                "task_failed": "失败",
-                "task_failed_line": "没有给出原因",
-                "undelivered": "{count} 条消息未送达{channel}",
-                "undelivered_window_closed": (
-                    "你 24 小时内没在{channel}里发消息,{channel}不允许机器人先发。"
-                    "在{channel}里给它发任意一条消息即可收到。"
-                ),
-                "undelivered_quota": (
-                    "它在{channel}里能发的消息用完了。在{channel}里给它发任意一条消息即可收到。"
-                ),
-                "undelivered_failed": "发送失败了 3 次",
-                "task_budget": "预算用完",
-                "task_budget_line": "已用 约 ${spent:.2f} / ${budget:.2f}。继续还是停止?",
-                "continue": "继续",
-                "stop": "停止",
-                "rule_failing": "规则「{title}」连续失败 {count} 次",
-                "rule_paused_failures": "规则「{title}」连续失败 {count} 次,已暂停",
-                "rule_paused_budget": "规则「{title}」本月预算用完,已暂停",
-                "observe_ready": "规则「{title}」已观察 {count} 次,需要你来决定是否执行",
-                "act": "改为执行",
-                "keep_observing": "继续观察",
-                "stuck_turn": "「{title}」的回复卡住了",
-                "stuck_turn_line": "已经 {minutes} 分钟没有进展",
-                "channel_login": "{channel}登录已过期",
-                "rule_label": "规则「{title}」",
-                "reserve_low": "余额不多了,后台工作已停下,留给聊天",
-            }
-        ),
-        "en": MappingProxyType(
-            {
-                "question": "waiting for your answer",
-                "question_default": "If you don't answer: {default}",
-                "approval": "waiting for your approval",
-                "task_failed": "failed",
-                "task_failed_line": "No reason was given",
-                "undelivered": "{count} message(s) not delivered to {channel}",
-                "undelivered_window_closed": (
-                    "You haven't messaged it on {channel} in 24 hours, and {channel} doesn't let a bot "
-                    "write first. Send it any message on {channel} to receive it."
-                ),
-                "undelivered_quota": (
-                    "It has used up the messages {channel} lets it send. "
-                    "Send it any message on {channel} to receive it."
-                ),
-                "undelivered_failed": "Sending failed 3 times",
-                "task_budget": "budget used up",
-                "task_budget_line": "Spent about ${spent:.2f} of ${budget:.2f}. Continue or stop?",
-                "continue": "Continue",
-                "stop": "Stop",
-                "rule_failing": "Rule “{title}” failed {count} times in a row",
-                "rule_paused_failures": "Rule “{title}” failed {count} times in a row and is paused",
-                "rule_paused_budget": "Rule “{title}” used up its monthly budget and is paused",
-                "observe_ready": "Rule “{title}” has observed {count} times: should it act?",
-                "act": "Act from now on",
-                "keep_observing": "Keep observing",
-                "stuck_turn": "The reply in “{title}” is stuck",
-                "stuck_turn_line": "No progress for {minutes} minutes",
-                "channel_login": "{channel} login expired",
-                "rule_label": "Rule “{title}”",
-                "reserve_low": "Balance is low: background work has stopped to keep it for chat",
-            }
-        ),
-    }
-)
-
-ACTION_LABELS: Mapping[Lang, Mapping[AttentionAction, str]] = MappingProxyType(
-    {
-        "zh": MappingProxyType(
-            {
-                "answer": "回复…",
-                "approve": "批准一次",
-                "deny": "拒绝",
-                "retry": "重试",
-                "open": "打开",
-                "dismiss": "知道了",
-            }
-        ),
-        "en": MappingProxyType(
-            {
-                "answer": "Reply…",
-                "approve": "Approve once",
-                "deny": "Deny",
-                "retry": "Retry",
-                "open": "Open",
-                "dismiss": "Dismiss",
-            }
-        ),
-    }
-)
-# What 'open' does depends on the kind, so its button says so (P3 §6 mock-up: [在这里查看], [打开规则]).
-OPEN_LABELS: Mapping[Lang, Mapping[AttentionKind, str]] = MappingProxyType(
-    {
-        "zh": MappingProxyType(
-            {
-                "task_failed": "打开任务",
-                "undelivered": "在这里查看",
-                "rule_failing": "打开规则",
-                "rule_paused": "打开规则",
-                "stuck_turn": "打开对话",
-                "channel_login": "重新登录",
-            }
-        ),
-        "en": MappingProxyType(
-            {
-                "task_failed": "Open task",
-                "undelivered": "View here",
-                "rule_failing": "Open rule",
-                "rule_paused": "Open rule",
-                "stuck_turn": "Open conversation",
-                "channel_login": "Sign in again",
-            }
-        ),
-    }
-)
-
-
-def lang_of(lang: str) -> Lang:
+def lang_of(lang: str) -> Language:
     """'zh' for any Chinese locale ('zh', 'zh_CN', 'zh-Hans'), 'en' for anything else."""
-    return "zh" if lang.lower().startswith("zh") else "en"
+    return as_language(lang)
 
 
 def action_label(item: AttentionItem, action: AttentionAction, lang: str = "zh") -> str:
-    """The button text of an action on an item, in the UI's language."""
-    language = lang_of(lang)
-    if action == "open":
-        return OPEN_LABELS[language].get(item.kind, ACTION_LABELS[language]["open"])
-    return ACTION_LABELS[language][action]
+    """The button text of an action on an item, in the UI's language. What 'open' does depends on the
+    kind, so its button says so (P3 §6 mock-up: [在这里查看], [打开规则])."""
+    if action == "open" and has_text(f"attention.open.{item.kind}"):
+        return text(as_language(lang), f"attention.open.{item.kind}")
+    return text(as_language(lang), f"attention.action.{action}")
 
 
 def _text(lang: str, key: str, **fields: object) -> str:
-    return TEXT[lang_of(lang)][key].format(**fields)
+    return text(as_language(lang), f"attention.{key}", **fields)
 
 
 def _titled(title: str, label: str) -> str:

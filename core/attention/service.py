@@ -38,6 +38,7 @@ from core.errors import ConflictError, InvalidInputError, NotFoundError, Unproce
 from core.rules.service import RuleService
 from core.store.deliveries import DeliveryRecord
 from core.tasks.service import TaskService
+from core.translations import Language
 
 STUCK_TURN_MINUTES = 10
 RETRY_TEXT = "The user asked you to try again. Look at what went wrong last time, then continue."
@@ -63,7 +64,7 @@ class AttentionService:
         self._clock = clock
         self._dismissed_turns: set[str] = set()  # a stuck turn the person put away stays away
 
-    async def items(self, lang: str = "zh") -> list[AttentionItem]:
+    async def items(self, lang: Language = "zh") -> list[AttentionItem]:
         found: list[AttentionItem] = []
         titles: dict[str, str] = {}
         for question in await self._tasks.open_questions():
@@ -209,7 +210,11 @@ class AttentionService:
             raise NotFoundError("needs-you item", item_id)
         if not can(item, action):
             offered = ", ".join(item.actions) or "none"
-            raise ConflictError(f"{item_id} does not offer {action!r}; it offers: {offered}.")
+            raise ConflictError(
+                f"{item_id} does not offer {action!r}; it offers: {offered}.",
+                key="error.attention.not_offered",
+                fields={"item": item_id, "action": action, "offered": offered},
+            )
         if action == "answer":
             raw = body.get("answer")
             if not isinstance(raw, str) or not raw.strip():

@@ -10,42 +10,14 @@ Derived on every read from what the task, attention and chat services already kn
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
-from typing import Literal, Protocol
+from typing import Protocol
 
 from core.attention.items import AttentionItem
 from core.bots.views import BotActivity
 from core.chat.views import ConversationView
 from core.tasks.views import TaskView
+from core.translations import Language, as_language, text
 
-Lang = Literal["zh", "en"]
-
-TEXT: Mapping[Lang, Mapping[str, str]] = MappingProxyType(
-    {
-        "zh": MappingProxyType(
-            {
-                "answer": "{title}等你回答",
-                "approve": "{title}等你批准",
-                "answer_bare": "等你回答",
-                "approve_bare": "等你批准",
-                "several_waiting": "{count} 件事等你",
-                "working": "正在工作…",
-                "several_working": "{count} 个任务进行中",
-            }
-        ),
-        "en": MappingProxyType(
-            {
-                "answer": "{title} is waiting for your answer",
-                "approve": "{title} is waiting for your approval",
-                "answer_bare": "Waiting for your answer",
-                "approve_bare": "Waiting for your approval",
-                "several_waiting": "{count} things wait for you",
-                "working": "Working…",
-                "several_working": "{count} tasks working",
-            }
-        ),
-    }
-)
 # Kinds a person answers with a choice or words, and kinds they allow; other kinds say their own subject.
 ANSWERED = ("question", "task_budget")
 APPROVED = ("approval",)
@@ -53,12 +25,12 @@ APPROVED = ("approval",)
 
 class _Tasks(Protocol):
     async def list_tasks(
-        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: str = "zh"
+        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: Language = "zh"
     ) -> list[TaskView]: ...
 
 
 class _Attention(Protocol):
-    async def items(self, lang: str = "zh") -> list[AttentionItem]: ...
+    async def items(self, lang: Language = "zh") -> list[AttentionItem]: ...
 
 
 class _Chat(Protocol):
@@ -71,18 +43,13 @@ class _Bots(Protocol):
         ...
 
 
-def _lang(lang: str) -> Lang:
-    return "zh" if lang.lower().startswith("zh") else "en"
-
-
-def waiting_line(item: AttentionItem, titles: Mapping[str, str], lang: str) -> str:
+def waiting_line(item: AttentionItem, titles: Mapping[str, str], lang: Language) -> str:
     """One waiting item in a few words: 「GPU 价格调研等你回答」, 「等你批准」 for a chat's own approval."""
-    words = TEXT[_lang(lang)]
     title = titles.get(item.task_id, "").strip() if item.task_id else ""
     if item.kind in ANSWERED:
-        return words["answer"].format(title=title) if title else words["answer_bare"]
+        return text(lang, "sidebar.answer", title=title) if title else text(lang, "sidebar.answer_bare")
     if item.kind in APPROVED:
-        return words["approve"].format(title=title) if title else words["approve_bare"]
+        return text(lang, "sidebar.approve", title=title) if title else text(lang, "sidebar.approve_bare")
     return " ".join(item.subject.split())
 
 
@@ -92,18 +59,21 @@ def bot_activity(
     working_tasks: int,
     streaming: bool,
     titles: Mapping[str, str],
-    lang: str,
+    lang: Language,
 ) -> BotActivity:
-    words = TEXT[_lang(lang)]
     if waiting:
         line = (
             waiting_line(waiting[0], titles, lang)
             if len(waiting) == 1
-            else words["several_waiting"].format(count=len(waiting))
+            else text(lang, "sidebar.several_waiting", count=len(waiting))
         )
         return BotActivity(bot_id, "waiting", line, len(waiting), working_tasks)
     if working_tasks or streaming:
-        line = words["several_working"].format(count=working_tasks) if working_tasks > 1 else words["working"]
+        line = (
+            text(lang, "sidebar.several_working", count=working_tasks)
+            if working_tasks > 1
+            else text(lang, "sidebar.working")
+        )
         return BotActivity(bot_id, "working", line, 0, working_tasks)
     return BotActivity(bot_id, "idle")
 
@@ -118,10 +88,11 @@ class BotActivityReader:
         self._bots = bots
 
     async def read(self, lang: str = "zh") -> list[BotActivity]:
+        language = as_language(lang)
         names = await self._bots.names()
-        items = await self._attention.items(lang=lang)
+        items = await self._attention.items(lang=language)
         # Working and needs-you tasks name the waiting items (a question may come from a working task).
-        tasks = await self._tasks.list_tasks(groups=["working", "needs"], lang=lang)
+        tasks = await self._tasks.list_tasks(groups=["working", "needs"], lang=language)
         conversations = await self._chat.list_conversations()
         titles = {task.id: task.title for task in tasks}
         result = []
@@ -129,5 +100,5 @@ class BotActivityReader:
             waiting = [item for item in items if item.bot_id == bot_id]
             working = sum(1 for task in tasks if task.bot_id == bot_id and task.group == "working")
             streaming = any(c.busy for c in conversations if c.bot_id == bot_id)
-            result.append(bot_activity(bot_id, waiting, working, streaming, titles, lang))
+            result.append(bot_activity(bot_id, waiting, working, streaming, titles, language))
         return result

@@ -15,53 +15,15 @@ import httpx
 
 from core.bots.views import ConnectionCheck
 from core.clock import Clock
+from core.translations import as_language, text
 
 TIMEOUT_S = 15.0
 PING_BODY_MAX_TOKENS = 1
 DETAIL_MAX = 160  # the provider's own words, cut so a whole HTML page never reaches the dialog
 
-_TEXT: dict[str, dict[str, str]] = {
-    "zh": {
-        "ok": "连接成功:{model} 有回应({ms} 毫秒)。",
-        "unreachable": "连不上 {host}:请检查 Base URL 是否写对、服务是否在运行、网络或代理是否通畅。",
-        "timeout": "{host} 在 {seconds} 秒内没有回应:请稍后再试,或检查网络和代理。",
-        "key": "API Key 无效或没有权限(HTTP {status}):请检查密钥是否粘贴完整、是否还有效。",
-        "not_found": "找不到接口或模型(HTTP 404):请检查 Base URL(通常以 /v1 结尾)和模型名「{model}」。",
-        "rate": "请求太多或额度已用完(HTTP 429):请稍后再试,或检查账户余额。",
-        "server": "服务暂时出错(HTTP {status}):请稍后再试。",
-        "refused": "服务拒绝了请求(HTTP {status}){detail}。请检查模型名和设置。",
-        "not_api": "这个地址的回答不像模型接口:请检查 Base URL(通常以 /v1 结尾)。",
-        "failed": "连接失败({error}):请检查 Base URL 和网络。",
-    },
-    "en": {
-        "ok": "Connected: {model} answered ({ms} ms).",
-        "unreachable": (
-            "Can't reach {host}: check the base URL, that the service is running, and your network or proxy."
-        ),
-        "timeout": (
-            "{host} didn't answer within {seconds} seconds: try again later, or check your network and proxy."
-        ),
-        "key": (
-            "The API key is wrong or lacks access (HTTP {status}): check that it is complete and still valid."
-        ),
-        "not_found": (
-            "Not found (HTTP 404): check the base URL (it usually ends in /v1) and the model name “{model}”."
-        ),
-        "rate": "Too many requests or no credit left (HTTP 429): try again later, or check your balance.",
-        "server": "The service had an error (HTTP {status}): try again later.",
-        "refused": (
-            "The service refused the request (HTTP {status}){detail}. Check the model name and settings."
-        ),
-        "not_api": (
-            "That address doesn't answer like a model API: check the base URL (it usually ends in /v1)."
-        ),
-        "failed": "Couldn't connect ({error}): check the base URL and your network.",
-    },
-}
-
 
 def _say(lang: str, key: str, **values: object) -> str:
-    return _TEXT["en" if lang == "en" else "zh"][key].format(**values)
+    return text(as_language(lang), f"connection.{key}", **values)
 
 
 def _host_of(base_url: str) -> str:

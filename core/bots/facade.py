@@ -7,6 +7,7 @@ import builtins
 from typing import Protocol
 
 from core.bots.views import BotActivity, BotUpdate, BotView, ConnectionCheck, ModelPreset
+from core.translations import Language
 
 
 class BotFacade(Protocol):
@@ -30,16 +31,16 @@ class BotFacade(Protocol):
         model: str,
         api_key: str | None = None,
         bot_id: str | None = None,
-        lang: str = "zh",
+        lang: Language = "zh",
     ) -> ConnectionCheck:
         """Make one real, tiny request. `api_key=None` uses the key stored for `bot_id`. Never raises for a
         network or model error: the check says what went wrong and what to do."""
         ...
 
-    async def model_presets(self, lang: str = "zh") -> builtins.list[ModelPreset]:
+    async def model_presets(self, lang: Language = "zh") -> builtins.list[ModelPreset]:
         """The first-run choices: DeepSeek, OpenAI, OpenRouter, and a local Ollama when one answers."""
         ...
 
-    async def activity(self, lang: str = "zh") -> builtins.list[BotActivity]:
+    async def activity(self, lang: Language = "zh") -> builtins.list[BotActivity]:
         """Each bot's sidebar state (working / waiting / idle) and line."""
         ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.bots.local_models import DEFAULT_OLLAMA_URL, PROBE_TIMEOUT_S, ollama_models
 from core.bots.views import ModelPreset
+from core.translations import as_language, text
 
 _CLOUD: tuple[ModelPreset, ...] = (
     ModelPreset(
@@ -29,8 +30,6 @@ _CLOUD: tuple[ModelPreset, ...] = (
     ),
 )
 
-_OLLAMA_LABEL = {"zh": "Ollama(本机)", "en": "Ollama (this computer)"}
-
 
 class ModelPresets:
     """`ollama_url` is where to look for a local Ollama; tests point it at a fake server."""
@@ -48,7 +47,7 @@ class ModelPresets:
             presets.append(
                 ModelPreset(
                     key="ollama",
-                    label=_OLLAMA_LABEL["en" if lang == "en" else "zh"],
+                    label=text(as_language(lang), "presets.ollama"),
                     base_url=f"{self.ollama_url.rstrip('/')}/v1",
                     # Ollama answers with no model pulled yet; the UI then asks for one (`ollama pull`).
                     model=models[0] if models else "",

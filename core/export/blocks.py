@@ -20,6 +20,7 @@ from core.chat.views import ActivityStep
 from core.cost.prices import Cost, format_cost
 from core.delivery.outbox import local_zone
 from core.export.redaction import redact_multiline
+from core.translations import Language, has_text, text
 
 MAX_DETAIL_CHARS = 2000  # a step's detail beyond this is clipped (the store keeps at most 2,000 anyway)
 MAX_DETAIL_LINES = 40
@@ -32,70 +33,29 @@ HOUR = 3600
 DAY = 24 * HOUR
 
 
-def is_zh(lang: str) -> bool:
-    return lang.lower().startswith("zh")
+def say(lang: Language, key: str, **fields: object) -> str:
+    """The export's text for `key` (`export.<key>` in core's catalogue)."""
+    return text(lang, f"export.{key}", **fields)
 
 
-_WORDS: Mapping[str, tuple[str, str]] = {
-    # run causes
-    "cause.launch": ("开始", "started"),
-    "cause.answer": ("回答后继续", "after your answer"),
-    "cause.followup": ("补充后继续", "after your follow-up"),
-    "cause.retry": ("重试", "retry"),
-    "cause.continue": ("继续", "continued"),
-    "cause.recover": ("重启后恢复", "resumed after a restart"),
-    "cause.schedule": ("定时", "scheduled"),
-    "cause.manual": ("手动", "run by hand"),
-    "cause.event": ("事件触发", "on an event"),
-    # run outcomes; a live run says its state
-    "outcome.done": ("完成", "done"),
-    "outcome.needs_you": ("等你", "waiting for you"),
-    "outcome.failed": ("失败", "failed"),
-    "outcome.budget": ("预算用完", "budget used up"),
-    "outcome.stopped": ("已停止", "stopped"),
-    "outcome.interrupted": ("被中断", "interrupted"),
-    "outcome.skipped": ("跳过", "skipped"),
-    "state.queued": ("排队中", "queued"),
-    "state.running": ("进行中", "running"),
-    "state.settling": ("收尾中", "settling"),
-    # Report states
-    "report.progress": ("进展", "progress"),
-    "report.needs_you": ("需要你", "needs you"),
-    "report.done": ("完成", "done"),
-    "report.failed": ("失败", "failed"),
-    # step kinds
-    "step.model": ("模型", "model"),
-    "step.tool": ("工具", "tool"),
-    "step.job": ("后台命令", "job"),
-    "step.note": ("备注", "note"),
-    # labels
-    "report": ("报告", "Report"),
-    "summary": ("摘要", "Summary"),
-    "message": ("发给你的消息", "Message to you"),
-    "question": ("问题", "Question"),
-    "options": ("选项", "Options"),
-    "files": ("文件", "Files"),
-    "would": ("本会做", "Would have done"),
-    "steps": ("处理过程", "Steps"),
-    "failed_step": ("失败", "failed"),
-    "sep": (":", ": "),
-}
-
-
-def word(key: str, lang: str) -> str:
+def word(key: str, lang: Language) -> str:
     """The word for `key` in the language; an unknown key is shown as itself (a new cause or outcome)."""
-    pair = _WORDS.get(key)
-    if pair is None:
+    if not has_text(f"export.{key}"):
         return key.split(".", 1)[-1]
-    return pair[0] if is_zh(lang) else pair[1]
+    return say(lang, key)
 
 
-def label(key: str, lang: str) -> str:
+def label(key: str, lang: Language) -> str:
     """「摘要:」 / "Summary: "."""
     return f"{word(key, lang)}{word('sep', lang)}"
 
 
-def outcome_words(state: str, outcome: str, lang: str) -> str:
+def fact_lines(facts: Sequence[tuple[str, str]], lang: Language) -> list[str]:
+    """A document's facts as a list: 「- 模式:执行」 / "- Mode: act" (`fact.<name>` in the catalogue)."""
+    return [f"- {say(lang, f'fact.{name}')}{word('sep', lang)}{value}" for name, value in facts]
+
+
+def outcome_words(state: str, outcome: str, lang: Language) -> str:
     """How a run ended, or its state while it has not."""
     return word(f"outcome.{outcome}", lang) if outcome else word(f"state.{state or 'running'}", lang)
 
@@ -110,26 +70,25 @@ def when(seconds: float, zone: ZoneInfo) -> str:
     return f"{datetime.fromtimestamp(seconds, zone):%Y-%m-%d %H:%M} ({zone.key})"
 
 
-def span(seconds: float, lang: str) -> str:
+def span(seconds: float, lang: Language) -> str:
     """How long: 「45 秒」「12 分钟」「2 小时 5 分钟」「3 天 2 小时」; "45 s", "12 min", "2 h 5 min"."""
-    zh = is_zh(lang)
     whole = max(0, round(seconds))
     if whole < MINUTE:
-        return f"{whole} 秒" if zh else f"{whole} s"
+        return say(lang, "span.seconds", n=whole)
     if whole < HOUR:
-        return f"{whole // MINUTE} 分钟" if zh else f"{whole // MINUTE} min"
+        return say(lang, "span.minutes", n=whole // MINUTE)
     big, small, units = (
-        (HOUR, MINUTE, ("小时", "分钟", "h", "min")) if whole < DAY else (DAY, HOUR, ("天", "小时", "d", "h"))
+        (HOUR, MINUTE, ("hours", "minutes")) if whole < DAY else (DAY, HOUR, ("days", "hours"))
     )
     first, rest = divmod(whole, big)
     second = rest // small
-    head = f"{first} {units[0]}" if zh else f"{first} {units[2]}"
+    head = say(lang, f"span.{units[0]}", n=first)
     if not second:
         return head
-    return f"{head} {second} {units[1]}" if zh else f"{head} {second} {units[3]}"
+    return f"{head} {say(lang, f'span.{units[1]}', n=second)}"
 
 
-def money(amount: float, currency: str, lang: str) -> str:
+def money(amount: float, currency: str, lang: Language) -> str:
     """「约 $0.08」 / "about $0.08" (`format_cost`)."""
     return format_cost(Cost(Decimal(str(amount)), currency), lang)
 
@@ -140,26 +99,24 @@ def dollars(amount: float) -> str:
 
 
 def costs(
-    usd: float, other: Mapping[str, float], unpriced: int, lang: str, *, with_usd: bool = False
+    usd: float, other: Mapping[str, float], unpriced: int, lang: Language, *, with_usd: bool = False
 ) -> list[str]:
     """The parts of a cost: USD, each other currency on its own (never added), and the calls without a price.
     USD is said when `with_usd`, when it is above zero or when there is nothing else to say."""
-    zh = is_zh(lang)
     parts = []
     if with_usd or usd > 0 or (not other and not unpriced):
         parts.append(money(usd, "USD", lang))
     for currency, amount in sorted(other.items()):
         shown = money(amount, currency, lang)
-        parts.append(f"另计 {shown}" if zh and parts else (f"plus {shown}" if parts else shown))
+        parts.append(say(lang, "cost.plus", cost=shown) if parts else shown)
     if unpriced:
-        parts.append(
-            f"{unpriced} 次调用未定价" if zh else f"{unpriced} call{'s' if unpriced != 1 else ''} not priced"
-        )
+        key = "cost.unpriced_one" if unpriced == 1 else "cost.unpriced_many"
+        parts.append(say(lang, key, count=unpriced))
     return parts
 
 
-def join_costs(parts: Sequence[str], lang: str) -> str:
-    return ("；" if is_zh(lang) else "; ").join(parts)
+def join_costs(parts: Sequence[str], lang: Language) -> str:
+    return say(lang, "cost.separator").join(parts)
 
 
 def inline(text: str) -> str:
@@ -200,7 +157,7 @@ def fence(text: str, indent: str = "") -> list[str]:
     ]
 
 
-def clip(text: str, lang: str) -> str:
+def clip(text: str, lang: Language) -> str:
     """At most MAX_DETAIL_CHARS characters and MAX_DETAIL_LINES lines, saying how much was left out."""
     cut = text[:MAX_DETAIL_CHARS]
     lines = cut.split("\n")
@@ -209,22 +166,21 @@ def clip(text: str, lang: str) -> str:
     left = len(text) - len(cut)
     if left <= 0:
         return text
-    return f"{cut}\n… (还有 {left:,} 字)" if is_zh(lang) else f"{cut}\n… ({left:,} more characters)"
+    return say(lang, "clipped", text=cut, left=left)
 
 
-def prose(title: str, text: str, lang: str) -> list[str]:
+def prose(title: str, text: str, lang: Language) -> list[str]:
     """A bold label over a blockquote; nothing when the text is empty."""
     if not text.strip():
         return []
     return [f"**{word(title, lang)}**", "", *quote(text), ""]
 
 
-def report(data: Mapping[str, object] | None, lang: str, level: str) -> list[str]:
+def report(data: Mapping[str, object] | None, lang: Language, level: str) -> list[str]:
     """A run's Report (summary, message, question with its options and default, files, would-do) under a
     heading of `level` (`###`). Read defensively: it is stored JSON."""
     if not data:
         return []
-    zh = is_zh(lang)
     state = str(data.get("state") or "")
     heading = word("report", lang) + (f" · {word(f'report.{state}', lang)}" if state else "")
     lines = [f"{level} {heading}", ""]
@@ -236,12 +192,12 @@ def report(data: Mapping[str, object] | None, lang: str, level: str) -> list[str
         lines += [f"**{word('files', lang)}**", "", *(f"- {inline_code(f)}" for f in files), ""]
     lines += prose("would", str(data.get("would") or ""), lang)
     if len(lines) == 2:  # a Report with nothing in it but its state
-        lines.append("(空)" if zh else "(empty)")
+        lines.append(say(lang, "empty_report"))
         lines.append("")
     return lines
 
 
-def _question(raw: object, data: Mapping[str, object], lang: str) -> list[str]:
+def _question(raw: object, data: Mapping[str, object], lang: Language) -> list[str]:
     if isinstance(raw, Mapping):
         text = str(raw.get("text") or raw.get("question") or "")
         options = [str(o) for o in _list(raw.get("options"))]
@@ -257,7 +213,7 @@ def _question(raw: object, data: Mapping[str, object], lang: str) -> list[str]:
         lines += [f"{label('options', lang)}{' / '.join(inline(o) for o in options)}", ""]
     if default is not None and str(default):
         chosen = inline(str(default))
-        lines += [f"不回复就按{chosen}做" if is_zh(lang) else f"Without an answer: {chosen}", ""]
+        lines += [say(lang, "question_default", default=chosen), ""]
     return lines
 
 
@@ -282,23 +238,22 @@ def split_dropped(steps: Sequence[ActivityStep]) -> tuple[list[ActivityStep], in
     return (list(steps[1:]), count) if count is not None else (list(steps), 0)
 
 
-def steps_section(steps: Sequence[ActivityStep], dropped: int, lang: str, level: str) -> list[str]:
+def steps_section(steps: Sequence[ActivityStep], dropped: int, lang: Language, level: str) -> list[str]:
     """「处理过程(12 步)」 and one numbered item per step; a failed step is marked, a detail is fenced."""
     if not steps and not dropped:
         return []
-    zh = is_zh(lang)
     total = len(steps) + dropped
-    heading = f"{word('steps', lang)} · {total} 步" if zh else f"{word('steps', lang)} · {total}"
+    heading = say(lang, "steps_heading", steps=word("steps", lang), total=total)
     lines = [f"{level} {heading}", ""]
     if dropped:
-        lines += [f"前面还有 {dropped} 步没有保留。" if zh else f"{dropped} earlier steps were not kept.", ""]
+        lines += [say(lang, "steps_dropped", count=dropped), ""]
     for number, step in enumerate(steps, start=dropped + 1):
         marker = f"{number}. "
         parts = [word(f"step.{step.kind}", lang)]
         if step.title.strip():
             parts.append(inline(step.title))
         if step.duration_ms > 0:
-            parts.append(f"{step.duration_ms / 1000:.1f} 秒" if zh else f"{step.duration_ms / 1000:.1f} s")
+            parts.append(say(lang, "step_seconds", seconds=step.duration_ms / 1000))
         if step.tokens_in or step.tokens_out:
             parts.append(f"{step.tokens_in:,} → {step.tokens_out:,} tokens")
         failed = "" if step.ok else f"**{word('failed_step', lang)}** · "

@@ -16,60 +16,58 @@ from collections.abc import Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 from core.export import blocks
-from core.export.blocks import is_zh, word
+from core.export.blocks import say, word
 from core.export.redaction import redact
 from core.tasks.views import RunView, TaskDetail
+from core.translations import Language, as_language
 
 
 def task_markdown(
     detail: TaskDetail,
     steps: Mapping[str, Sequence[Mapping[str, object]]],
     *,
-    lang: str,
+    lang: str,  # a locale: any Chinese one reads zh, anything else en
     exported_at: float,
     tz: str | None = None,
 ) -> str:
     """The task with every run, its Report and its steps (`steps[run_id]`: stored step rows, as
     `ActivityStep.to_json`). Times are in `tz` (default: the system's zone)."""
     zone = blocks.zone_of(tz)
-    lines = _head(detail, lang, exported_at, zone)
+    language = as_language(lang)
+    lines = _head(detail, language, exported_at, zone)
     for number, run in enumerate(detail.runs, start=1):
-        lines += _run(number, run, steps.get(run.id, ()), lang, exported_at, zone)
+        lines += _run(number, run, steps.get(run.id, ()), language, exported_at, zone)
     if detail.report and all(run.report != detail.report for run in detail.runs):
-        lines += blocks.report(detail.report, lang, "##")
+        lines += blocks.report(detail.report, language, "##")
     return redact("\n".join(lines).rstrip("\n") + "\n")
 
 
-def _head(detail: TaskDetail, lang: str, exported_at: float, zone: ZoneInfo) -> list[str]:
-    task, zh = detail.task, is_zh(lang)
-    channel = "桌面" if zh else "Desktop"
-    conversation = f"对话 {task.conversation_id}" if zh else f"conversation {task.conversation_id}"
-    origin = f"{channel} · {conversation} · {blocks.when(task.created_at, zone)}"
+def _head(detail: TaskDetail, lang: Language, exported_at: float, zone: ZoneInfo) -> list[str]:
+    task = detail.task
+    conversation = say(lang, "conversation", id=task.conversation_id)
+    origin = f"{say(lang, 'task.desktop')} · {conversation} · {blocks.when(task.created_at, zone)}"
     spent = blocks.costs(task.spent_usd, task.spent_other, task.unpriced_calls, lang, with_usd=True)
-    budget = f"预算 {blocks.dollars(task.budget_usd)}" if zh else f"budget {blocks.dollars(task.budget_usd)}"
+    budget = say(lang, "task.budget", budget=blocks.dollars(task.budget_usd))
     facts = [
-        (("阶段", "Stage"), task.stage_label or task.stage),
-        (("来自", "From"), origin),
-        (
-            ("花费", "Cost"),
-            f"{spent[0]} / {budget}" + "".join(f"；{p}" if zh else f"; {p}" for p in spent[1:]),
-        ),
+        ("stage", task.stage_label or task.stage),
+        ("from", origin),
+        ("cost", blocks.join_costs([f"{spent[0]} / {budget}", *spent[1:]], lang)),
     ]
     if task.tokens_in or task.tokens_out:
-        facts.append((("用量", "Usage"), f"{task.tokens_in:,} → {task.tokens_out:,} tokens"))
+        facts.append(("usage", f"{task.tokens_in:,} → {task.tokens_out:,} tokens"))
     if detail.folder:
-        facts.append((("文件夹", "Folder"), blocks.inline_code(detail.folder)))
+        facts.append(("folder", blocks.inline_code(detail.folder)))
     if detail.cleanup_at > 0:
-        facts.append((("文件夹保留到", "Folder kept until"), blocks.when(detail.cleanup_at, zone)))
-    facts.append((("导出于", "Exported"), blocks.when(exported_at, zone)))
+        facts.append(("folder_kept", blocks.when(detail.cleanup_at, zone)))
+    facts.append(("exported", blocks.when(exported_at, zone)))
     lines = [f"# {blocks.inline(task.title) or task.id}", ""]
-    lines += [f"- {names[0] if zh else names[1]}{word('sep', lang)}{value}" for names, value in facts]
-    lines += ["", f"## {'你的原话' if zh else 'Your words'}", ""]
-    lines += [*blocks.quote(detail.words), ""] if detail.words.strip() else ["(无)" if zh else "(none)", ""]
+    lines += blocks.fact_lines(facts, lang)
+    lines += ["", f"## {say(lang, 'your_words')}", ""]
+    lines += [*blocks.quote(detail.words), ""] if detail.words.strip() else [say(lang, "none"), ""]
     if detail.brief.strip() and detail.brief.strip() != detail.words.strip():
-        lines += [f"## {'交给后台的说明' if zh else 'Brief'}", "", *blocks.quote(detail.brief), ""]
+        lines += [f"## {say(lang, 'task.brief')}", "", *blocks.quote(detail.brief), ""]
     if not detail.runs:
-        lines += ["还没有运行过。" if zh else "No runs yet.", ""]
+        lines += [say(lang, "no_runs"), ""]
     return lines
 
 
@@ -77,37 +75,36 @@ def _run(
     number: int,
     run: RunView,
     rows: Sequence[Mapping[str, object]],
-    lang: str,
+    lang: Language,
     exported_at: float,
     zone: ZoneInfo,
 ) -> list[str]:
-    zh = is_zh(lang)
-    title = f"第 {number} 次" if zh else f"Run {number}"
+    title = say(lang, "task.run", number=number)
     cause = word(f"cause.{run.cause}", lang)
     outcome = blocks.outcome_words(run.state, run.outcome, lang)
     lines = [f"## {title} · {cause} · {outcome}", ""]
-    facts: list[tuple[tuple[str, str], str]] = []
+    facts: list[tuple[str, str]] = []
     if run.started_at > 0:
-        facts.append((("开始", "Started"), blocks.when(run.started_at, zone)))
+        facts.append(("started", blocks.when(run.started_at, zone)))
         end = run.ended_at if run.state == "ended" and run.ended_at > 0 else exported_at
         if end >= run.started_at:
-            facts.append((("用时", "Took"), blocks.span(end - run.started_at, lang)))
+            facts.append(("took", blocks.span(end - run.started_at, lang)))
     elif run.queued_at > 0:
-        facts.append((("排队于", "Queued"), blocks.when(run.queued_at, zone)))
+        facts.append(("queued", blocks.when(run.queued_at, zone)))
     cost = blocks.costs(run.cost_usd, run.cost_other, run.unpriced_calls, lang)
     if run.cost_usd > 0 or run.cost_other or run.unpriced_calls:
-        facts.append((("花费", "Cost"), blocks.join_costs(cost, lang)))
+        facts.append(("cost", blocks.join_costs(cost, lang)))
     if run.tokens_in or run.tokens_out:
-        facts.append((("用量", "Usage"), f"{run.tokens_in:,} → {run.tokens_out:,} tokens"))
+        facts.append(("usage", f"{run.tokens_in:,} → {run.tokens_out:,} tokens"))
     error = run.error.strip()
     one_line_error = error and "\n" not in error and "\r" not in error and len(error) <= 300
     if one_line_error:
-        facts.append((("出错", "Error"), blocks.inline(error)))
-    lines += [f"- {names[0] if zh else names[1]}{word('sep', lang)}{value}" for names, value in facts]
+        facts.append(("error", blocks.inline(error)))
+    lines += blocks.fact_lines(facts, lang)
     if facts:
         lines.append("")
     if error and not one_line_error:
-        lines += [f"**{'出错' if zh else 'Error'}**", "", *blocks.fence(blocks.clip(error, lang)), ""]
+        lines += [f"**{say(lang, 'fact.error')}**", "", *blocks.fence(blocks.clip(error, lang)), ""]
     lines += blocks.report(run.report, lang, "###")
     parsed, dropped = blocks.parse_steps(rows)
     lines += blocks.steps_section(parsed, dropped, lang, "###")

@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from core.errors import InvalidInputError
 from core.rules.cron import CronExpr, parse_cron
+from core.translations import Language, as_language, text
 
 ScheduleKind = Literal["once", "daily", "weekly", "every", "cron"]
 KINDS: tuple[ScheduleKind, ...] = get_args(ScheduleKind)
@@ -54,8 +55,6 @@ _ALL_FIELDS = frozenset({"kind", "tz", "at", "time", "days", "minutes", "cron"})
 _TIME_RE = re.compile(r"(\d{1,2}):(\d{2})")
 _AT_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{1,2}):(\d{2})(?::00)?")
 
-_ZH_DAYS = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
-_EN_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _WEEKDAYS = (0, 1, 2, 3, 4)
 
 
@@ -354,37 +353,38 @@ def grace_s(schedule: Schedule) -> float:
 # ------------------------------------------------------------------------------------------------- words
 
 
-def _days_words(days: tuple[int, ...], zh: bool) -> str:
+def _days_words(days: tuple[int, ...], lang: Language) -> str:
     if not days or len(days) == 7:
-        return "每天" if zh else "Every day"
+        return text(lang, "schedule.every_day")
     if days == _WEEKDAYS:
-        return "每个工作日" if zh else "Every weekday"
-    if zh:
-        return "每" + "、".join(_ZH_DAYS[d] for d in days)
-    names = [_EN_DAYS[d] for d in days]
-    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    return f"Every {listed}"
+        return text(lang, "schedule.every_weekday")
+    names = [text(lang, f"schedule.day.{d}") for d in days]
+    listed = names[0]
+    if len(names) > 1:
+        listed = text(lang, "schedule.day_separator").join(names[:-1])
+        listed += text(lang, "schedule.last_day_separator") + names[-1]
+    return text(lang, "schedule.on_days", days=listed)
 
 
 def words(schedule: Schedule, lang: str) -> str:
     """The schedule as a person reads it back, e.g. 「每个工作日 08:00（Asia/Shanghai）」."""
-    zh = lang.lower().startswith("zh")
-    zone = f"（{schedule.tz}）" if zh else f" ({schedule.tz})"
+    language = as_language(lang)
+    zone = text(language, "schedule.zone", tz=schedule.tz)
     if schedule.kind == "once":
         day, _, clock = schedule.at.partition("T")
-        return f"{day} {clock} 一次{zone}" if zh else f"Once on {day} at {clock}{zone}"
+        return text(language, "schedule.once", day=day, clock=clock, zone=zone)
     if schedule.kind in ("daily", "weekly"):
-        lead = _days_words(schedule.days, zh)
-        return f"{lead} {schedule.time}{zone}" if zh else f"{lead} at {schedule.time}{zone}"
+        lead = _days_words(schedule.days, language)
+        return text(language, "schedule.at", days=lead, time=schedule.time, zone=zone)
     if schedule.kind == "every":
         minutes = schedule.minutes
         if minutes % 60 == 0:
             hours = minutes // 60
-            if zh:
-                return f"每小时{zone}" if hours == 1 else f"每 {hours} 小时{zone}"
-            return f"Every hour{zone}" if hours == 1 else f"Every {hours} hours{zone}"
-        return f"每 {minutes} 分钟{zone}" if zh else f"Every {minutes} minutes{zone}"
-    return f"cron {schedule.cron}{zone}"
+            if hours == 1:
+                return text(language, "schedule.every_hour", zone=zone)
+            return text(language, "schedule.every_hours", hours=hours, zone=zone)
+        return text(language, "schedule.every_minutes", minutes=minutes, zone=zone)
+    return text(language, "schedule.cron", cron=schedule.cron, zone=zone)
 
 
 def iso_local(ts: float, tz: str) -> str:

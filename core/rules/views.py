@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.chat.views import ActivityStep
+from core.translations import as_language, has_text, text
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,56 +98,10 @@ class ObserveReady:
     since: float
 
 
-_SKIPPED = {
-    "zh": {
-        "missed": "跳过:电脑没开",
-        "paused": "跳过:后台工作已暂停",
-        "overlap": "跳过:上次还没跑完",
-        "late": "跳过:一直没有空位",
-        "reserve": "跳过:机器人预算留给聊天",
-    },
-    "en": {
-        "missed": "Skipped: the computer was off",
-        "paused": "Skipped: background work was paused",
-        "overlap": "Skipped: the previous run was still going",
-        "late": "Skipped: no free slot in time",
-        "reserve": "Skipped: the bot's budget is kept for chat",
-    },
-}
-_LINES = {
-    "zh": {
-        "would_send": "本会发送:“{text}”",
-        "would_do": "本会做:{text}",
-        "would_quiet": "本会保持安静",
-        "sent": "已发送:“{text}”",
-        "quiet": "保持安静",
-        "failed": "失败:{text}",
-        "queued": "排队中",
-        "running": "进行中",
-        "stopped": "已停止",
-        "interrupted": "中断:Errand 重启了",
-        "other": "{text}",
-    },
-    "en": {
-        "would_send": "Would have sent: “{text}”",
-        "would_do": "Would have done: {text}",
-        "would_quiet": "Would have stayed quiet",
-        "sent": "Sent: “{text}”",
-        "quiet": "Stayed quiet",
-        "failed": "Failed: {text}",
-        "queued": "Queued",
-        "running": "Running",
-        "stopped": "Stopped",
-        "interrupted": "Interrupted: Errand restarted",
-        "other": "{text}",
-    },
-}
-
-
 def skip_line(reason: str, lang: str) -> str:
     """A skipped run's reason key (missed, paused, overlap, late) in words."""
-    words = _SKIPPED["en" if lang == "en" else "zh"]
-    return words.get(reason, reason)
+    key = f"rule_run.skipped.{reason}"
+    return text(as_language(lang), key) if has_text(key) else reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,23 +151,25 @@ def run_line(
     *, state: str, outcome: str, mode: str, reason: str, said: str, would: str, would_do: str, lang: str
 ) -> str:
     """The run's line in words (P3 §5): 「本会发送:“…”」, 「失败:…」, 「跳过:电脑没开」, ..."""
-    words = _LINES["en" if lang == "en" else "zh"]
+    language = as_language(lang)
     if state in ("queued",):
-        return words["queued"]
+        return text(language, "rule_run.queued")
     if state in ("running", "settling"):
-        return words["running"]
+        return text(language, "rule_run.running")
     if outcome == "skipped":
         return skip_line(reason, lang)
     if outcome == "failed":
-        return words["failed"].format(text=reason or "?")
+        return text(language, "rule_run.failed", text=reason or "?")
     if outcome in ("stopped", "interrupted"):
-        return words[outcome]
+        return text(language, f"rule_run.{outcome}")
     if mode == "observe":
         if would:
-            return words["would_send"].format(text=would)
+            return text(language, "rule_run.would_send", text=would)
         if would_do:
-            return words["would_do"].format(text=would_do)
-        return words["would_quiet"]
+            return text(language, "rule_run.would_do", text=would_do)
+        return text(language, "rule_run.would_quiet")
     if said:
-        return words["sent"].format(text=said)
-    return words["quiet"] if outcome == "done" else words["other"].format(text=outcome)
+        return text(language, "rule_run.sent", text=said)
+    if outcome == "done":
+        return text(language, "rule_run.quiet")
+    return text(language, "rule_run.other", text=outcome)

@@ -6,16 +6,17 @@ from __future__ import annotations
 from typing import Protocol
 
 from core.tasks.views import TaskDetail, TaskView
+from core.translations import Language
 
 
 class TaskFacade(Protocol):
     async def list_tasks(
-        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: str = "zh"
+        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: Language = "zh"
     ) -> list[TaskView]:
         """Tasks of one bot or all bots (archived ones never), optionally only these groups."""
         ...
 
-    async def detail(self, task_id: str, lang: str = "zh") -> TaskDetail:
+    async def detail(self, task_id: str, lang: Language = "zh") -> TaskDetail:
         """One task with the user's words, its folder and its runs. Raises NotFoundError when it is gone."""
         ...
 
@@ -43,6 +44,6 @@ class TaskFacade(Protocol):
         """保留: the task counts as used now, so its folder's deletion date is cleared (P3 §11)."""
         ...
 
-    async def export_markdown(self, task_id: str, lang: str = "zh") -> str:
+    async def export_markdown(self, task_id: str, lang: Language = "zh") -> str:
         """The task as a Markdown document, secrets redacted. Raises NotFoundError."""
         ...

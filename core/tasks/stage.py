@@ -8,36 +8,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from core.translations import as_language, text
+
 StageGroup = Literal["ended", "needs", "working"]
 REPORT_STATES = frozenset({"progress", "needs_you", "done", "failed"})
 
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    """A row of the stage table: its key, group, and label in both UI languages."""
+    """A row of the stage table: its key, group, and the catalogue key of its label."""
 
     row: int  # the P3 table row (1-9); callers may sort by it
     key: str
     group: StageGroup
-    zh: str
-    en: str
+    words: str  # `stage.<words>` in core's catalogue
 
     def label(self, lang: str) -> str:
         """The label in `lang`; any Chinese locale ('zh', 'zh_CN', 'zh-Hans') reads zh, anything else en."""
-        return self.zh if lang.lower().startswith("zh") else self.en
+        return text(as_language(lang), f"stage.{self.words}")
 
 
-STOPPED = Stage(1, "stopped", "ended", "已停止", "Stopped")
-UNDELIVERED = Stage(2, "needs-you/delivery", "needs", "未送达", "Not delivered")
-NEEDS_ANSWER = Stage(3, "needs-you/answer", "needs", "等你回答", "Waiting for your answer")
+STOPPED = Stage(1, "stopped", "ended", "stopped")
+UNDELIVERED = Stage(2, "needs-you/delivery", "needs", "undelivered")
+NEEDS_ANSWER = Stage(3, "needs-you/answer", "needs", "needs_answer")
 # Same row and key as NEEDS_ANSWER: an approval changes only the words the person reads.
-NEEDS_APPROVAL = Stage(3, "needs-you/answer", "needs", "等你批准", "Waiting for your approval")
-BUDGET = Stage(4, "needs-you/budget", "needs", "预算用完", "Budget used up")
-FAILED = Stage(5, "failed", "needs", "失败", "Failed")
-READY = Stage(6, "ready", "ended", "已完成", "Done")  # ended, but a person's follow-up resumes it
-QUEUED = Stage(7, "working/queued", "working", "排队中", "Queued")
-ASKING = Stage(8, "working/asking", "working", "进行中,有个问题等你回答", "Working, asking you something")
-WORKING = Stage(9, "working", "working", "进行中", "Working")
+NEEDS_APPROVAL = Stage(3, "needs-you/answer", "needs", "needs_approval")
+BUDGET = Stage(4, "needs-you/budget", "needs", "budget")
+FAILED = Stage(5, "failed", "needs", "failed")
+READY = Stage(6, "ready", "ended", "ready")  # ended, but a person's follow-up resumes it
+QUEUED = Stage(7, "working/queued", "working", "queued")
+ASKING = Stage(8, "working/asking", "working", "asking")
+WORKING = Stage(9, "working", "working", "working")
 
 ALL_STAGES: tuple[Stage, ...] = (
     STOPPED,
