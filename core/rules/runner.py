@@ -45,9 +45,9 @@ from core.ids import new_id
 from core.rules import prompts
 from core.rules.schedule import grace_s, parse_schedule
 from core.rules.service import FAILURES_TO_PAUSE, RuleService
-from core.runs.driver import SETTLE_LIMIT_S, RunDriver
+from core.runs.driver import RunDriver
 from core.runs.live_run import LiveRun
-from core.runs.policy import Ending, TimeCap
+from core.runs.policy import SETTLE_LIMIT_S, Ending, SettleLimit, TimeCap
 from core.store import rules as rule_rows
 from core.store import runs as run_rows
 from core.store.database import Database
@@ -118,36 +118,26 @@ def act_preset(bot_preset: str, granted: str) -> str:
     return min(bot, Preset.WORKSPACE_WRITE, key=_PRESET_ORDER.index).value
 
 
+@dataclass
 class RuleRunPolicy:
     """What the lifecycle of a check means for its rule (a RunPolicy): its spend counts against the rule's
     budget per run, it never waits for inputs, and its end pushes what it said (act), counts the outcome
     towards pausing the rule and checks the rule's monthly budget."""
 
-    settle_limit_note = prompts.SETTLE_LIMIT_NOTE
+    db: Database
+    bus: EventBus
+    clock: Clock
+    outbox: Outbox
+    rules: RuleService
+    lane: RuleLane
+    time_cap: TimeCap
+    settle_limit: SettleLimit
+
     saves_every_turn = False  # its run log shows a run once it has ended
     session_outlives_run = False  # `rule-<rule>-<n>` serves this run only
 
-    def __init__(
-        self,
-        db: Database,
-        bus: EventBus,
-        clock: Clock,
-        outbox: Outbox,
-        rules: RuleService,
-        lane: RuleLane,
-        *,
-        run_cap_s: float,
-    ) -> None:
-        self._db = db
-        self._bus = bus
-        self._clock = clock
-        self._outbox = outbox
-        self._rules = rules
-        self._lane = lane
-        self.time_cap = TimeCap(run_cap_s, OVER_TIME)
-
     def changed(self, run: RuleRun) -> None:
-        self._bus.publish(RuleChanged(run.work.rule.id))  # its run log shows it running or settling
+        self.bus.publish(RuleChanged(run.work.rule.id))  # its run log shows it running or settling
 
     def step_added(self, run: RuleRun) -> None:
         """A rule run's steps are shown once it has ended."""
@@ -176,7 +166,7 @@ class RuleRunPolicy:
 
     async def nudge(self, run: RuleRun) -> None:
         run_id = run.run_id
-        await self._db.write(lambda s: run_rows.update_run(s, run_id, nudged=True))
+        await self.db.write(lambda s: run_rows.update_run(s, run_id, nudged=True))
         run.session.prompt(prompts.NUDGE, input_id=f"nudge:{run_id}")
 
     async def record_note(self, run: RuleRun, text: str) -> str | None:
@@ -217,7 +207,7 @@ class RuleRunPolicy:
         would: str = "",
     ) -> None:
         """Record the run's end, give its slot back, push what it said (act), count failures."""
-        now = self._clock.time()
+        now = self.clock.time()
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report is not None else None
 
         def end(s: Session) -> tuple[bool, bool]:
@@ -231,7 +221,7 @@ class RuleRunPolicy:
             if said and rule.kind == "check":
                 # Only an acting check pushes here (a reminder pushed its words before it ended), in the
                 # run's own end, so a crash cannot fall between the two.
-                self._outbox.stage(
+                self.outbox.stage(
                     s,
                     delivery_id=f"{run_id}:rule",
                     bot_id=rule.bot_id,
@@ -243,20 +233,20 @@ class RuleRunPolicy:
             current = rule_rows.get_rule(s, rule.id)
             return True, current is None or bool(current.paused_reason)
 
-        ended, was_paused = await self._db.write(end)
-        self._lane.release(run_id)
+        ended, was_paused = await self.db.write(end)
+        self.lane.release(run_id)
         if not ended:
             return
         if said and rule.kind == "check":
-            await self._outbox.flush()
+            await self.outbox.flush()
         view = None
         month = None
         with contextlib.suppress(NotFoundError):  # deleted meanwhile
-            view = await self._rules.record_outcome(rule.id, outcome)
-            month = await self._rules.check_month_budget(rule.id)
+            view = await self.rules.record_outcome(rule.id, outcome)
+            month = await self.rules.check_month_budget(rule.id)
         if month is not None and month.push:
             # Paused at its monthly budget (P3 §8): one pushed line per month and budget level.
-            await self._outbox.push(
+            await self.outbox.push(
                 delivery_id=f"{run_id}:budget",
                 bot_id=rule.bot_id,
                 conversation_id=rule.conversation_id,
@@ -266,7 +256,7 @@ class RuleRunPolicy:
             )
         if view is not None and view.paused_reason == "failures" and not was_paused:
             # A rule paused after failures is a failure that needs the person (P3 §6): pushed once.
-            await self._outbox.push(
+            await self.outbox.push(
                 delivery_id=f"{run_id}:failure",
                 bot_id=rule.bot_id,
                 conversation_id=rule.conversation_id,
@@ -274,7 +264,7 @@ class RuleRunPolicy:
                 text=paused_text(view.title, view.instruction, error),
                 run_id=run_id,
             )
-        self._bus.publish(RuleChanged(rule.id))
+        self.bus.publish(RuleChanged(rule.id))
 
 
 class RuleRunner:
@@ -303,16 +293,17 @@ class RuleRunner:
         self._lane = lane
         self._retry = retry
         self._reserve_low = reserve_low
-        self._policy = RuleRunPolicy(db, bus, clock, outbox, rules, lane, run_cap_s=run_cap_s)
-        self._driver = RunDriver(
+        self._policy = RuleRunPolicy(
             db,
+            bus,
             clock,
-            self._policy,
-            meter=meter or CostMeter(clock),
-            on_cost=on_cost,
-            settle_limit_s=settle_limit_s,
-            label="rule runner",
+            outbox,
+            rules,
+            lane,
+            TimeCap(run_cap_s, OVER_TIME),
+            SettleLimit(settle_limit_s, prompts.SETTLE_LIMIT_NOTE),
         )
+        self._driver = RunDriver(db, clock, self._policy, meter=meter, on_cost=on_cost)
         self._runtime: AgentRuntime | None = None
         self._queue_lock = asyncio.Lock()
 

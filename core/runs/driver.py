@@ -1,24 +1,27 @@
 """The lifecycle every background run goes through, task run or rule run alike.
 
-A run is stored `queued` until it holds a background slot. Its runner then opens the session and calls
-`begin`: the run is `running`, and from here the driver watches its session on the runtime's event stream.
-Each time the session goes quiet (a turn ended, it went idle, a job ended) the driver looks whether the run
-is finished, one look at a time and under the run's `deciding` lock, so an input handed over meanwhile is
-either in before the decision or finds the run gone:
+A run goes `queued -> running <-> settling -> ended`. It is stored `queued` until it holds a background
+slot; its runner then opens the session and calls `begin`, and the run is `running`: from here the driver
+watches its session on the runtime's event stream. Each time the session goes quiet (a turn ended, it went
+idle, a job ended) the driver looks whether the run is finished, one look at a time and under the run's
+`deciding` lock, so an input handed over meanwhile is either in before the decision or finds the run gone:
 
-- the session still owns running jobs: the run is `settling`. It holds its slot and waits for the jobs;
-  after the settle limit (30 minutes) the session is told so in a note and its jobs are killed, which
-  wakes it for one more turn;
-- something arrived for it meanwhile (a task's follow-up or answer): it goes on, back to `running`;
-- its Report (or what happened to it) gives the outcome: it ends with that;
+- the session still owns running jobs: the run is `settling`. It keeps its slot and waits for the jobs;
+  after the settle limit (30 minutes by default) the session is told so in a note and its jobs are killed,
+  which wakes it for one more turn, and the run is `running` again;
+- something arrived for it meanwhile (a task's follow-up or answer): it goes on with that;
+- its Report (or what happened to it, like an approval nobody gave) gives the outcome: it ends with that;
 - its last turn ended in an error: it fails with the error;
-- it never reported: it is nudged once to report, and if the next quiet comes without a Report it fails.
+- it never reported: it is nudged once to report, and when the next quiet comes still without a Report
+  it fails.
 
-Every response is priced as it arrives; the run's spend is counted against its budget and, once it reaches
-it, the turn is cancelled, the jobs killed and the run ends. Running time is capped the same way, counting
-neither the time spent waiting on a person nor settling (core.runs.running_time). Ending, whatever the
-cause, saves the run's steps, tokens and spend, lets go of its session, and leaves what the end means to the
-kind's RunPolicy. Only the differences live in the policies; a fix to settling or to cost lands here.
+Every model response is priced as it arrives and added to the run's spend; once the spend reaches the
+budget the policy counts it against, the turn is cancelled, the jobs are killed and the run ends. Running
+time is capped the same way (4 hours for a task run, 15 minutes for a rule run), counting neither the time
+spent waiting on a person nor settling (core.runs.running_time). Ending, whatever the cause, saves the run's
+steps, tokens and spend, lets go of its session, and leaves what the end means (what is written, what is
+pushed) to the kind's RunPolicy. Only the differences live in the policies: a fix to settling or to cost
+lands here, once.
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ log = logging.getLogger(__name__)
 
 W = TypeVar("W")
 
-SETTLE_LIMIT_S = 30 * 60.0
 NO_RESULT = "没有给出结果"
 # Inputs kept in `run_inputs` have ids like this; the others (a rule's start, its nudge) exist only in the
 # session, so there is no row to mark taken.
@@ -63,18 +65,14 @@ class RunDriver(Generic[W]):
         clock: Clock,
         policy: RunPolicy[W],
         *,
-        meter: CostMeter,
-        on_cost: Callable[[str, float], None],
-        settle_limit_s: float = SETTLE_LIMIT_S,
-        label: str = "run driver",
+        meter: CostMeter | None = None,
+        on_cost: Callable[[str, float], None] = lambda _bot, _usd: None,
     ) -> None:
         self._db = db
         self._clock = clock
         self._policy = policy
-        self._meter = meter
-        self._on_cost = on_cost
-        self._settle_limit_s = settle_limit_s
-        self._label = label  # names the runner in the log when its background work fails
+        self._meter = meter or CostMeter(clock)
+        self._on_cost = on_cost  # told each USD amount a bot's runs spend, as it is spent
         self._runtime: AgentRuntime | None = None
         self._live: dict[str, LiveRun[W]] = {}  # by run id
         self._by_session: dict[str, str] = {}  # session id -> run id
@@ -112,7 +110,7 @@ class RunDriver(Generic[W]):
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("%s work failed", self._label)
+                log.exception("background work of a run failed")
 
         task = asyncio.get_running_loop().create_task(run())
         self._background.add(task)
@@ -254,7 +252,8 @@ class RunDriver(Generic[W]):
             await self.end(run_id, Ending("failed", NO_RESULT))
 
     async def _settle_limit(self, run_id: str) -> None:
-        await self._clock.sleep(self._settle_limit_s)
+        limit = self._policy.settle_limit
+        await self._clock.sleep(limit.seconds)
         run = self._live.get(run_id)
         if run is None or self._runtime is None:
             return
@@ -262,7 +261,7 @@ class RunDriver(Generic[W]):
         commands = [job.command for job in self._runtime.jobs.running(session_id)]
         # The session is told at its next turn (P3 §11 "Job runs forever"): the note goes in first, so
         # that turn starts with it; the jobs' own "killed" notices follow.
-        note = self._policy.settle_limit_note.format(jobs=", ".join(commands) or "none")
+        note = limit.note.format(jobs=", ".join(commands) or "none")
         input_id = await self._policy.record_note(run, note)
         run.settle_timer = None
         run.session.steer(note, input_id)

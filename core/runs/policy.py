@@ -18,6 +18,8 @@ from core.store.runs import RunOutcome, RunRecord
 
 W = TypeVar("W")
 
+SETTLE_LIMIT_S = 30 * 60.0
+
 
 @dataclass(frozen=True)
 class Ending:
@@ -35,14 +37,21 @@ class TimeCap:
     error: str
 
 
+@dataclass(frozen=True)
+class SettleLimit:
+    """How long a run may settle (its turn ended, its jobs still run), and the note its session gets when its
+    jobs are killed then; `{jobs}` in it lists them."""
+
+    seconds: float
+    note: str
+
+
 class RunPolicy(Protocol[W]):
     @property
     def time_cap(self) -> TimeCap: ...
 
     @property
-    def settle_limit_note(self) -> str:
-        """What the session is told when its jobs are killed at the settle limit; `{jobs}` lists them."""
-        ...
+    def settle_limit(self) -> SettleLimit: ...
 
     @property
     def saves_every_turn(self) -> bool:

@@ -29,9 +29,9 @@ from core.clock import Clock
 from core.cost.meter import CostMeter, RunCost, reached_budget
 from core.events import RunStepAdded, TaskChanged
 from core.ids import new_id
-from core.runs.driver import SETTLE_LIMIT_S, RunDriver
+from core.runs.driver import RunDriver
 from core.runs.live_run import LiveRun
-from core.runs.policy import Ending, TimeCap
+from core.runs.policy import SETTLE_LIMIT_S, Ending, SettleLimit, TimeCap
 from core.store import bots as bot_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
@@ -93,40 +93,28 @@ def task_session_id(task_id: str) -> str:
     return f"{TASK_PREFIX}{task_id}"
 
 
+@dataclass
 class TaskRunPolicy:
     """What the lifecycle of a task run means for its task (a RunPolicy): its spend counts against the
     task's budget, follow-ups keep it going, and its end updates the task and owes its conversation a push."""
 
-    settle_limit_note = SETTLE_LIMIT_NOTE
     saves_every_turn = True  # the task's panel shows the steps and spend while it works
     session_outlives_run = True  # a follow-up reopens the task's session for the next run
 
-    def __init__(
-        self,
-        db: Database,
-        bus: EventBus,
-        clock: Clock,
-        slots: Slots,
-        *,
-        run_cap_s: float,
-        on_finished: Finished,
-        owed_pushes: OwedPushes,
-        slot_freed: Callable[[], None],
-    ) -> None:
-        self._db = db
-        self._bus = bus
-        self._clock = clock
-        self._slots = slots
-        self._on_finished = on_finished
-        self._owed_pushes = owed_pushes
-        self._slot_freed = slot_freed
-        self.time_cap = TimeCap(run_cap_s, OVER_TIME)
+    db: Database
+    bus: EventBus
+    clock: Clock
+    time_cap: TimeCap
+    settle_limit: SettleLimit
+    release: Callable[[str], None]  # gives the run's slot back, so the next queued run may start
+    on_finished: Finished
+    owed_pushes: OwedPushes
 
     def changed(self, run: TaskRun) -> None:
-        self._bus.publish(TaskChanged(run.work.task_id))
+        self.bus.publish(TaskChanged(run.work.task_id))
 
     def step_added(self, run: TaskRun) -> None:
-        self._bus.publish(RunStepAdded(run.work.task_id, run.run_id))
+        self.bus.publish(RunStepAdded(run.work.task_id, run.run_id))
 
     def past_budget(self, run: TaskRun) -> Ending | None:
         spent = run.work.spent_before + run.cost.usd
@@ -149,7 +137,7 @@ class TaskRunPolicy:
         )
 
     async def take_inputs(self, run: TaskRun) -> bool:
-        untaken = await self._db.read(lambda s: input_rows.untaken_inputs(s, run.work.task_id))
+        untaken = await self.db.read(lambda s: input_rows.untaken_inputs(s, run.work.task_id))
         if not untaken:
             return False
         # An input arrived while the session was finishing (an answer, a follow-up): it goes on.
@@ -160,8 +148,8 @@ class TaskRunPolicy:
         """Always the whole list in order, never one input on its own: a follow-up arriving as the run
         starts must not reach the model before the brief."""
         session = run.session
-        now = self._clock.time()
-        pending = await self._db.read(lambda s: input_rows.untaken_inputs(s, run.work.task_id))
+        now = self.clock.time()
+        pending = await self.db.read(lambda s: input_rows.untaken_inputs(s, run.work.task_id))
         # An input in the session's history was taken before a crash lost the marker: never twice.
         taken = [item for item in pending if session.has_taken(item.id)]
         fresh = [item for item in pending if not session.has_taken(item.id)]
@@ -172,7 +160,7 @@ class TaskRunPolicy:
             for item in fresh:
                 input_rows.mark_delivered(s, item.id, run_id=run.run_id, now=now)
 
-        await self._db.write(delivered)
+        await self.db.write(delivered)
         for item in fresh:
             session.steer(item.text, item.id)
 
@@ -185,7 +173,7 @@ class TaskRunPolicy:
 
     async def nudge(self, run: TaskRun) -> None:
         input_id = new_id("i")
-        now = self._clock.time()
+        now = self.clock.time()
 
         def add(s: Session) -> None:
             task_id = run.work.task_id
@@ -193,22 +181,22 @@ class TaskRunPolicy:
             input_rows.mark_delivered(s, input_id, run_id=run.run_id, now=now)
             run_rows.update_run(s, run.run_id, nudged=True)
 
-        await self._db.write(add)
+        await self.db.write(add)
         run.session.steer(NUDGE, input_id)
 
     async def record_note(self, run: TaskRun, text: str) -> str | None:
         input_id = new_id("i")
-        now = self._clock.time()
+        now = self.clock.time()
 
         def add(s: Session) -> None:
             input_rows.insert_input(s, id=input_id, kind="note", text=text, now=now, task_id=run.work.task_id)
             input_rows.mark_delivered(s, input_id, run_id=run.run_id, now=now)
 
-        await self._db.write(add)
+        await self.db.write(add)
         return input_id
 
     async def record_end(self, run_id: str, run: TaskRun | None, ending: Ending, *, notify: bool) -> None:
-        now = self._clock.time()
+        now = self.clock.time()
         report = run.report if run else None
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report else None
         outcome = ending.outcome
@@ -230,17 +218,16 @@ class TaskRunPolicy:
                 task_rows.update_task(s, task.id, now=now, last_used_at=now)
             ended, current = run_rows.get_run(s, run_id), task_rows.get_task(s, record.task_id)
             if notify and ended is not None and current is not None:
-                self._owed_pushes(s, ended, current, report)
+                self.owed_pushes(s, ended, current, report)
             return ended, current
 
-        ended, task = await self._db.write(end)
-        self._slots.release(run_id)
-        self._slot_freed()
+        ended, task = await self.db.write(end)
+        self.release(run_id)
         if ended is None or task is None:
             return
         if notify:
-            await self._on_finished(ended, task, report)
-        self._bus.publish(TaskChanged(task.id))
+            await self.on_finished(ended, task, report)
+        self.bus.publish(TaskChanged(task.id))
 
 
 class TaskRunner:
@@ -274,21 +261,13 @@ class TaskRunner:
             db,
             bus,
             clock,
-            slots,
-            run_cap_s=run_cap_s,
+            TimeCap(run_cap_s, OVER_TIME),
+            SettleLimit(settle_limit_s, SETTLE_LIMIT_NOTE),
+            release=self.release,
             on_finished=on_finished,
             owed_pushes=owed_pushes,
-            slot_freed=self.poke,
         )
-        self._driver = RunDriver(
-            db,
-            clock,
-            self._policy,
-            meter=meter or CostMeter(clock),
-            on_cost=on_cost,
-            settle_limit_s=settle_limit_s,
-            label="task runner",
-        )
+        self._driver = RunDriver(db, clock, self._policy, meter=meter, on_cost=on_cost)
         self._runtime: AgentRuntime | None = None
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
@@ -322,7 +301,7 @@ class TaskRunner:
         self._rule_starter = start
 
     def release(self, run_id: str) -> None:
-        """A rule run ended: its slot is free for the next queued run."""
+        """A run (a task's or a rule's) ended: its slot is free for the next queued run."""
         self._slots.release(run_id)
         self.poke()
 

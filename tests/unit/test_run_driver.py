@@ -20,7 +20,7 @@ from core.cost.prices import Cost
 from core.ids import new_id
 from core.runs.driver import NO_RESULT, RunDriver
 from core.runs.live_run import LiveRun
-from core.runs.policy import Ending, TimeCap
+from core.runs.policy import Ending, SettleLimit, TimeCap
 from core.store import bots, conversations, runs, tasks
 from core.store.database import Database
 from core.store.runs import RunRecord
@@ -125,7 +125,7 @@ class _FixedPrice(CostMeter):
 @dataclass
 class _Policy:
     time_cap: TimeCap = field(default_factory=lambda: TimeCap(CAP_S, "ran too long"))
-    settle_limit_note: str = NOTE
+    settle_limit: SettleLimit = field(default_factory=lambda: SettleLimit(SETTLE_LIMIT_S, NOTE))
     saves_every_turn: bool = False
     session_outlives_run: bool = False
     budget_usd: float = 0.0  # 0: no budget
@@ -260,7 +260,6 @@ async def world(db: Database, clock: FakeClock) -> AsyncIterator[_World]:
         policy,
         meter=_FixedPrice(clock, "0.60"),
         on_cost=lambda _bot, usd: spent.append(usd),
-        settle_limit_s=SETTLE_LIMIT_S,
     )
     driver.attach(cast(Any, runtime))
     yield _World(db, clock, runtime, policy, driver, spent)
