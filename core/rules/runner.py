@@ -8,8 +8,9 @@
   `task_report`. In `observe` it runs read-only without the writing tools, its approvals are refused and it
   tells nobody anything: what it would have said is recorded on the run. In `act` a non-empty message is
   pushed to the rule's conversation.
-A turn that ends without a Report gets one nudge; then the run fails. Three failed runs in a row pause the
-rule (RuleService.record_outcome). Writes to runs of rules go through here; to rules through RuleService.
+A check's lifecycle (settling, the one nudge, its budget and time cap) is core.runs.driver's; this module
+says what it means for a rule. Three failed runs in a row pause the rule (RuleService.record_outcome).
+Writes to runs of rules go through here; to rules through RuleService.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -30,8 +30,6 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 from sqlalchemy.orm import Session
 
-from core.activity import ActivityLog
-from core.agent import events as ev
 from core.agent.model_config import DEFAULT_RETRY, RetryPolicy
 from core.agent.sandbox import Permission, Preset
 from core.agent.session_spec import SessionSpec
@@ -47,6 +45,9 @@ from core.ids import new_id
 from core.rules import prompts
 from core.rules.schedule import grace_s, parse_schedule
 from core.rules.service import FAILURES_TO_PAUSE, RuleService
+from core.runs.driver import RunDriver
+from core.runs.live_run import LiveRun
+from core.runs.policy import SETTLE_LIMIT_S, Ending, SettleLimit, TimeCap
 from core.store import rules as rule_rows
 from core.store import runs as run_rows
 from core.store.database import Database
@@ -54,7 +55,6 @@ from core.store.rules import RuleRecord
 from core.store.runs import RunCause, RunMode, RunOutcome, RunRecord
 from core.tasks.language import language_of
 from core.tasks.report import Report, validate_report
-from core.tasks.running_time import RunningTime, cancel_timers, halt, reach_cap
 from core.tasks.tools import TaskReportArgs
 
 if TYPE_CHECKING:
@@ -65,9 +65,7 @@ log = logging.getLogger(__name__)
 
 RULE_PREFIX = "rule-"
 PREVIOUS_REPORTS = 3
-SETTLE_LIMIT_S = 30 * 60.0
 RUN_CAP_S = 15 * 60.0  # P3 §8: a rule run's running time
-NO_RESULT = "没有给出结果"
 OVER_TIME = "运行超过 15 分钟,已停下"
 OVER_BUDGET = "这次运行超过预算 ${budget:.2f},已停下"
 INTERRUPTED = "Errand restarted"
@@ -90,26 +88,16 @@ class RuleLane(Protocol):
 
 
 @dataclass
-class _Active:
-    run_id: str
+class RuleWork:
+    """What a working check knows of its rule, and what happened to it that only a rule run cares about."""
+
     rule: RuleRecord
     mode: RunMode
-    session: AgentSession
-    activity: ActivityLog = field(default_factory=ActivityLog)
-    report: Report | None = None
-    error: str = ""
-    nudged: bool = False
-    checking: bool = False
-    tokens_in: int = 0
-    tokens_out: int = 0
-    settle_timer: asyncio.Task[None] | None = None
     refused: list[str] = field(default_factory=list)  # observe: approvals refused at once, in words
     approval_expired: bool = False  # act: nobody approved within the hour, so the run fails
-    base_url: str = ""
-    cost: RunCost = field(default_factory=RunCost)
-    stopping: bool = False  # stopped at a limit: its cancelled turn is not nudged or settled
-    running: RunningTime = field(default_factory=lambda: RunningTime(0.0))
-    cap_timer: asyncio.Task[None] | None = None
+
+
+RuleRun = LiveRun[RuleWork]
 
 
 class RuleReportArgs(TaskReportArgs):
@@ -128,6 +116,155 @@ def act_preset(bot_preset: str, granted: str) -> str:
         return granted
     bot = Preset.parse(bot_preset)
     return min(bot, Preset.WORKSPACE_WRITE, key=_PRESET_ORDER.index).value
+
+
+@dataclass
+class RuleRunPolicy:
+    """What the lifecycle of a check means for its rule (a RunPolicy): its spend counts against the rule's
+    budget per run, it never waits for inputs, and its end pushes what it said (act), counts the outcome
+    towards pausing the rule and checks the rule's monthly budget."""
+
+    db: Database
+    bus: EventBus
+    clock: Clock
+    outbox: Outbox
+    rules: RuleService
+    lane: RuleLane
+    time_cap: TimeCap
+    settle_limit: SettleLimit
+
+    saves_every_turn = False  # its run log shows a run once it has ended
+    session_outlives_run = False  # `rule-<rule>-<n>` serves this run only
+
+    def changed(self, run: RuleRun) -> None:
+        self.bus.publish(RuleChanged(run.work.rule.id))  # its run log shows it running or settling
+
+    def step_added(self, run: RuleRun) -> None:
+        """A rule run's steps are shown once it has ended."""
+
+    def past_budget(self, run: RuleRun) -> Ending | None:
+        budget = run.work.rule.run_budget_usd
+        if not reached_budget(run.cost.usd, budget):
+            return None
+        return Ending("budget", OVER_BUDGET.format(budget=budget))
+
+    def count_spend(self, s: Session, run: RuleRun, cost: RunCost, before: RunRecord, now: float) -> None:
+        """The rule's spend is summed from its runs (RuleService.check_month_budget)."""
+
+    async def take_inputs(self, run: RuleRun) -> bool:
+        return False  # nobody writes to a rule run
+
+    def verdict(self, run: RuleRun) -> Ending | None:
+        if run.work.approval_expired:
+            return Ending("failed", APPROVAL_TIMEOUT)
+        report = run.report
+        if report is None:
+            return None
+        if report.state == "done":
+            return Ending("done")
+        return Ending("failed", report.message or report.summary)
+
+    async def nudge(self, run: RuleRun) -> None:
+        run_id = run.run_id
+        await self.db.write(lambda s: run_rows.update_run(s, run_id, nudged=True))
+        run.session.prompt(prompts.NUDGE, input_id=f"nudge:{run_id}")
+
+    async def record_note(self, run: RuleRun, text: str) -> str | None:
+        return None  # a rule run has no stored inputs: the note lives in its session only
+
+    async def record_end(self, run_id: str, run: RuleRun | None, ending: Ending, *, notify: bool) -> None:
+        if run is None:
+            return  # ended already
+        outcome, error = ending.outcome, ending.error
+        report = run.report
+        observe = run.work.mode == "observe"
+        if observe and run.work.refused:
+            refused = "; ".join(run.work.refused)
+            if report is not None:
+                report = dataclasses.replace(report, would="; ".join(filter(None, (report.would, refused))))
+            elif outcome == "failed":
+                error = f"{error} ({refused})" if error else refused
+        message = report.message if report is not None and outcome == "done" else ""
+        await self.finish(
+            run_id,
+            run.work.rule,
+            outcome,
+            error=error,
+            report=report,
+            said="" if observe else message,
+            would=message if observe else "",
+        )
+
+    async def finish(
+        self,
+        run_id: str,
+        rule: RuleRecord,
+        outcome: RunOutcome,
+        *,
+        error: str = "",
+        report: Report | None = None,
+        said: str = "",
+        would: str = "",
+    ) -> None:
+        """Record the run's end, give its slot back, push what it said (act), count failures."""
+        now = self.clock.time()
+        report_json = json.dumps(report.to_json(), ensure_ascii=False) if report is not None else None
+
+        def end(s: Session) -> tuple[bool, bool]:
+            """(ended now, the rule was already paused)"""
+            run = run_rows.get_run(s, run_id)
+            if run is None or run.state == "ended":
+                return False, False
+            run_rows.end_run(s, run_id, outcome=outcome, now=now, error=error, report=report_json)
+            if would:
+                run_rows.update_run(s, run_id, would=would)
+            if said and rule.kind == "check":
+                # Only an acting check pushes here (a reminder pushed its words before it ended), in the
+                # run's own end, so a crash cannot fall between the two.
+                self.outbox.stage(
+                    s,
+                    delivery_id=f"{run_id}:rule",
+                    bot_id=rule.bot_id,
+                    conversation_id=rule.conversation_id,
+                    purpose="rule",
+                    text=said,
+                    run_id=run_id,
+                )
+            current = rule_rows.get_rule(s, rule.id)
+            return True, current is None or bool(current.paused_reason)
+
+        ended, was_paused = await self.db.write(end)
+        self.lane.release(run_id)
+        if not ended:
+            return
+        if said and rule.kind == "check":
+            await self.outbox.flush()
+        view = None
+        month = None
+        with contextlib.suppress(NotFoundError):  # deleted meanwhile
+            view = await self.rules.record_outcome(rule.id, outcome)
+            month = await self.rules.check_month_budget(rule.id)
+        if month is not None and month.push:
+            # Paused at its monthly budget (P3 §8): one pushed line per month and budget level.
+            await self.outbox.push(
+                delivery_id=f"{run_id}:budget",
+                bot_id=rule.bot_id,
+                conversation_id=rule.conversation_id,
+                purpose="failure",
+                text=month_budget_text(rule.title, rule.instruction, month.budget_usd),
+                run_id=run_id,
+            )
+        if view is not None and view.paused_reason == "failures" and not was_paused:
+            # A rule paused after failures is a failure that needs the person (P3 §6): pushed once.
+            await self.outbox.push(
+                delivery_id=f"{run_id}:failure",
+                bot_id=rule.bot_id,
+                conversation_id=rule.conversation_id,
+                purpose="failure",
+                text=paused_text(view.title, view.instruction, error),
+                run_id=run_id,
+            )
+        self.bus.publish(RuleChanged(rule.id))
 
 
 class RuleRunner:
@@ -153,19 +290,21 @@ class RuleRunner:
         self._clock = clock
         self._bots = bots
         self._outbox = outbox
-        self._rules = rules
         self._lane = lane
         self._retry = retry
-        self._settle_limit_s = settle_limit_s
-        self._meter = meter or CostMeter(clock)
-        self._run_cap_s = run_cap_s
-        self._on_cost = on_cost
         self._reserve_low = reserve_low
+        self._policy = RuleRunPolicy(
+            db,
+            bus,
+            clock,
+            outbox,
+            rules,
+            lane,
+            TimeCap(run_cap_s, OVER_TIME),
+            SettleLimit(settle_limit_s, prompts.SETTLE_LIMIT_NOTE),
+        )
+        self._driver = RunDriver(db, clock, self._policy, meter=meter, on_cost=on_cost)
         self._runtime: AgentRuntime | None = None
-        self._active: dict[str, _Active] = {}  # by run id
-        self._by_session: dict[str, str] = {}  # session id -> run id
-        self._background: set[asyncio.Task[None]] = set()
-        self._unsubscribe: Callable[[], None] | None = None
         self._queue_lock = asyncio.Lock()
 
     # ---- lifecycle ----------------------------------------------------------------------------------
@@ -184,44 +323,39 @@ class RuleRunner:
 
         for rule_id in await self._db.write(interrupt):
             self._bus.publish(RuleChanged(rule_id))
-        self._unsubscribe = runtime.subscribe(self._on_event)
+        self._driver.attach(runtime)
         self._lane.serve_rule_runs(self._start_run)
         self._lane.poke()
 
     async def stop(self) -> None:
-        if self._unsubscribe:
-            self._unsubscribe()
-            self._unsubscribe = None
-        for active in self._active.values():
-            cancel_timers(active.settle_timer, active.cap_timer)
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self._driver.close()
 
     def is_running(self, rule_id: str) -> bool:
-        return any(a.rule.id == rule_id for a in self._active.values())
+        return any(r.work.rule.id == rule_id for r in self._driver.runs())
 
     # ---- approvals (P3 §7): act runs ask a person, observe runs are refused at once ----------------------
 
     def approval_context(self, session_id: str) -> tuple[str, RunMode, RuleRecord] | None:
         """(run id, mode, rule) of the live rule run whose session this is; None otherwise."""
-        run_id = self._by_session.get(session_id)
-        active = self._active.get(run_id) if run_id else None
-        return (active.run_id, active.mode, active.rule) if active is not None else None
+        run = self._driver.of_session(session_id)
+        return (run.run_id, run.work.mode, run.work.rule) if run is not None else None
 
     def refuse_observed_approval(self, session_id: str, action: str, detail: str) -> None:
         """An observing run asked for something that needs a person: refused at once, and recorded so the
         run's log says what it would have done ("would need approval: …")."""
-        run_id = self._by_session.get(session_id)
-        active = self._active.get(run_id) if run_id else None
-        if active is not None:
-            active.refused.append(f"would need approval: {action} `{detail}`")
+        run = self._driver.of_session(session_id)
+        if run is not None:
+            run.work.refused.append(f"would need approval: {action} `{detail}`")
 
     def approval_expired(self, run_id: str) -> None:
         """Nobody approved an act run's request within its hour: the run ends `failed` 「批准超时」."""
-        active = self._active.get(run_id)
-        if active is not None:
-            active.approval_expired = True
+        run = self._driver.live(run_id)
+        if run is not None:
+            run.work.approval_expired = True
+
+    def wait_for_person(self, run_id: str, waiting: bool) -> None:
+        """An act run's call waits on an approval (or stopped waiting): the time cap pauses meanwhile."""
+        self._driver.hold(run_id, waiting)
 
     async def fire_event(self, rule_id: str) -> str:
         """An event matched the rule's trigger (RuleEvents): a run with cause `event`, in the rule's mode."""
@@ -289,10 +423,10 @@ class RuleRunner:
             )
         except Exception as exc:
             log.exception("reminder %s could not be queued", rule.id)
-            await self._finish(run.id, rule, "failed", error=str(exc) or "delivery failed")
+            await self._policy.finish(run.id, rule, "failed", error=str(exc) or "delivery failed")
             return
         report = Report(state="done", summary="reminder delivered", message=rule.instruction)
-        await self._finish(run.id, rule, "done", report=report, said=rule.instruction)
+        await self._policy.finish(run.id, rule, "done", report=report, said=rule.instruction)
 
     async def _start_run(self, run_id: str) -> None:
         """Called by the lane once the run holds a slot."""
@@ -327,22 +461,9 @@ class RuleRunner:
             session = await self._open_session(run, rule)
         except Exception as exc:
             log.exception("rule run %s could not open its session", run_id)
-            await self._finish(run_id, rule, "failed", error=f"the run could not start: {exc}")
+            await self._policy.finish(run_id, rule, "failed", error=f"the run could not start: {exc}")
             return
-        now = self._clock.time()
-        active = _Active(
-            run_id,
-            rule,
-            run.mode,
-            session,
-            base_url=session.spec.model.base_url,
-            running=RunningTime(self._clock.monotonic()),
-        )
-        self._active[run_id] = active
-        self._by_session[session.session_id] = run_id
-        await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "running", now=now))
-        active.cap_timer = asyncio.get_running_loop().create_task(self._time_cap(run_id))
-        self._bus.publish(RuleChanged(rule.id))
+        await self._driver.begin(run_id, rule.bot_id, session, RuleWork(rule, run.mode))
         session.prompt(prompts.START, input_id=f"start:{run_id}")
 
     def _waited_past_grace(self, run: RunRecord, rule: RuleRecord) -> bool:
@@ -421,9 +542,8 @@ class RuleRunner:
             report = validate_report(args)
         except ValueError as exc:
             raise ToolError(str(exc)) from exc
-        run_id = self._by_session.get(session_id)
-        active = self._active.get(run_id) if run_id else None
-        if active is None:
+        run = self._driver.of_session(session_id)
+        if run is None:
             raise ToolError("This rule run is not running any more; nothing was recorded.")
         if report.state == "needs_you":
             raise ToolError(
@@ -432,236 +552,10 @@ class RuleRunner:
             )
         if report.state == "progress":
             return "Noted (not shown to the user). Carry on, then report done or failed."
-        active.report = report
-        if active.mode == "observe":
+        run.report = report
+        if run.work.mode == "observe":
             return "Recorded. Nobody is told in observe mode; end your turn now."
         return "Recorded. The user gets your message when you finish; end your turn now."
-
-    # ---- watching sessions --------------------------------------------------------------------------
-
-    def _on_event(self, event: ev.AgentEvent) -> None:
-        run_id = self._by_session.get(event.session_id)
-        active = self._active.get(run_id) if run_id else None
-        if active is None:
-            return
-        if isinstance(event, ev.AssistantMessage):
-            active.tokens_in += event.usage.input_tokens
-            active.tokens_out += event.usage.output_tokens
-            self._count_cost(active, event)
-        active.activity.feed(event)
-        if isinstance(event, ev.TurnEnded):
-            if event.outcome == "error":
-                active.error = event.error
-            self._spawn(self._check_settled(active.run_id))
-        elif (isinstance(event, ev.StatusChanged) and event.status == "idle") or isinstance(
-            event, ev.JobEnded
-        ):
-            self._spawn(self._check_settled(active.run_id))
-
-    def _count_cost(self, active: _Active, event: ev.AssistantMessage) -> None:
-        cost = self._meter.price(
-            event.model, active.base_url, event.usage, configured=active.session.spec.model.model
-        )
-        active.cost.add(cost)
-        if cost is not None and cost.currency == "USD":
-            self._on_cost(active.rule.bot_id, float(cost.amount))
-        budget = active.rule.run_budget_usd
-        if not active.stopping and reached_budget(active.cost.usd, budget):
-            self._spawn(self._stop_at(active.run_id, "budget", OVER_BUDGET.format(budget=budget)))
-
-    async def _stop_at(self, run_id: str, outcome: RunOutcome, error: str) -> None:
-        """Stop a run at its budget or its time cap (P3 §8): cancel the turn, kill its jobs, end it."""
-        active = self._active.get(run_id)
-        if active is None or active.stopping:
-            return
-        active.stopping = True
-        await halt(active.session, self._runtime)
-        await self._end(active, outcome, error=error)
-
-    async def _time_cap(self, run_id: str) -> None:
-        """Fail the run once it has run for the cap (core.tasks.running_time says what counts)."""
-        current = functools.partial(self._active.get, run_id)
-        if await reach_cap(self._clock, self._run_cap_s, current, self._jobs_running):
-            await self._stop_at(run_id, "failed", OVER_TIME)
-
-    def _jobs_running(self, session_id: str) -> bool:
-        return self._runtime is not None and bool(self._runtime.jobs.running(session_id))
-
-    def wait_for_person(self, run_id: str, waiting: bool) -> None:
-        """An act run's call waits on an approval (or stopped waiting): the time cap pauses meanwhile."""
-        active = self._active.get(run_id)
-        if active is not None:
-            active.running.hold(self._clock.monotonic(), waiting)
-
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        async def run() -> None:
-            try:
-                await coro
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("rule runner work failed")
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _check_settled(self, run_id: str) -> None:
-        active = self._active.get(run_id)
-        if active is None or active.checking or active.stopping or active.session.status != "idle":
-            return
-        assert self._runtime is not None
-        active.checking = True
-        try:
-            if self._jobs_running(active.session.session_id):
-                now = self._clock.time()
-                await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "settling", now=now))
-                if active.settle_timer is None:
-                    active.settle_timer = asyncio.get_running_loop().create_task(self._settle_limit(run_id))
-                self._bus.publish(RuleChanged(active.rule.id))  # its run log shows it settling
-                return
-            report = active.report
-            if active.approval_expired:
-                await self._end(active, "failed", error=APPROVAL_TIMEOUT)
-            elif report is not None:
-                outcome: RunOutcome = "done" if report.state == "done" else "failed"
-                error = (report.message or report.summary) if outcome == "failed" else ""
-                await self._end(active, outcome, error=error)
-            elif active.error:
-                await self._end(active, "failed", error=active.error)
-            elif not active.nudged:
-                active.nudged = True
-                await self._db.write(lambda s: run_rows.update_run(s, run_id, nudged=True))
-                active.session.prompt(prompts.NUDGE, input_id=f"nudge:{run_id}")
-            else:
-                await self._end(active, "failed", error=NO_RESULT)
-        finally:
-            active.checking = False
-
-    async def _settle_limit(self, run_id: str) -> None:
-        await self._clock.sleep(self._settle_limit_s)
-        active = self._active.get(run_id)
-        if active is None or self._runtime is None:
-            return
-        session_id = active.session.session_id
-        commands = [job.command for job in self._runtime.jobs.running(session_id)]
-        active.settle_timer = None
-        active.session.steer(prompts.SETTLE_LIMIT_NOTE.format(jobs=", ".join(commands) or "none"))
-        await self._runtime.jobs.kill_session(session_id)
-
-    # ---- ending -------------------------------------------------------------------------------------
-
-    async def _end(self, active: _Active, outcome: RunOutcome, *, error: str = "") -> None:
-        if self._active.pop(active.run_id, None) is None:
-            return
-        self._by_session.pop(active.session.session_id, None)
-        cancel_timers(active.settle_timer, active.cap_timer)
-        steps = active.activity.to_json()
-        tokens = (active.tokens_in, active.tokens_out)
-        cost = active.cost
-        await self._db.write(
-            lambda s: run_rows.update_run(
-                s,
-                active.run_id,
-                activity=steps,
-                tokens_in=tokens[0],
-                tokens_out=tokens[1],
-                cost_usd=cost.usd,
-                cost_other=cost.other,
-                unpriced_calls=cost.unpriced_calls,
-            )
-        )
-        if self._runtime is not None:
-            await self._runtime.close_session(active.session.session_id)
-        report = active.report
-        observe = active.mode == "observe"
-        if observe and active.refused:
-            refused = "; ".join(active.refused)
-            if report is not None:
-                report = dataclasses.replace(report, would="; ".join(filter(None, (report.would, refused))))
-            elif outcome == "failed":
-                error = f"{error} ({refused})" if error else refused
-        message = report.message if report is not None and outcome == "done" else ""
-        await self._finish(
-            active.run_id,
-            active.rule,
-            outcome,
-            error=error,
-            report=report,
-            said="" if observe else message,
-            would=message if observe else "",
-        )
-
-    async def _finish(
-        self,
-        run_id: str,
-        rule: RuleRecord,
-        outcome: RunOutcome,
-        *,
-        error: str = "",
-        report: Report | None = None,
-        said: str = "",
-        would: str = "",
-    ) -> None:
-        """Record the run's end, give its slot back, push what it said (act), count failures."""
-        now = self._clock.time()
-        report_json = json.dumps(report.to_json(), ensure_ascii=False) if report is not None else None
-
-        def end(s: Session) -> tuple[bool, bool]:
-            """(ended now, the rule was already paused)"""
-            run = run_rows.get_run(s, run_id)
-            if run is None or run.state == "ended":
-                return False, False
-            run_rows.end_run(s, run_id, outcome=outcome, now=now, error=error, report=report_json)
-            if would:
-                run_rows.update_run(s, run_id, would=would)
-            if said and rule.kind == "check":
-                # Only an acting check pushes here (a reminder pushed its words before it ended), in the
-                # run's own end, so a crash cannot fall between the two.
-                self._outbox.stage(
-                    s,
-                    delivery_id=f"{run_id}:rule",
-                    bot_id=rule.bot_id,
-                    conversation_id=rule.conversation_id,
-                    purpose="rule",
-                    text=said,
-                    run_id=run_id,
-                )
-            current = rule_rows.get_rule(s, rule.id)
-            return True, current is None or bool(current.paused_reason)
-
-        ended, was_paused = await self._db.write(end)
-        self._lane.release(run_id)
-        if not ended:
-            return
-        if said and rule.kind == "check":
-            await self._outbox.flush()
-        view = None
-        month = None
-        with contextlib.suppress(NotFoundError):  # deleted meanwhile
-            view = await self._rules.record_outcome(rule.id, outcome)
-            month = await self._rules.check_month_budget(rule.id)
-        if month is not None and month.push:
-            # Paused at its monthly budget (P3 §8): one pushed line per month and budget level.
-            await self._outbox.push(
-                delivery_id=f"{run_id}:budget",
-                bot_id=rule.bot_id,
-                conversation_id=rule.conversation_id,
-                purpose="failure",
-                text=month_budget_text(rule.title, rule.instruction, month.budget_usd),
-                run_id=run_id,
-            )
-        if view is not None and view.paused_reason == "failures" and not was_paused:
-            # A rule paused after failures is a failure that needs the person (P3 §6): pushed once.
-            await self._outbox.push(
-                delivery_id=f"{run_id}:failure",
-                bot_id=rule.bot_id,
-                conversation_id=rule.conversation_id,
-                purpose="failure",
-                text=paused_text(view.title, view.instruction, error),
-                run_id=run_id,
-            )
-        self._bus.publish(RuleChanged(rule.id))
 
     async def _rule(self, rule_id: str) -> RuleRecord:
         record = await self._db.read(lambda s: rule_rows.get_rule(s, rule_id))

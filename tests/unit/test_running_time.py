@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from core.clock import FakeClock
-from core.tasks.running_time import RunningTime, reach_cap
+from core.runs.running_time import RunningTime, reach_cap
 from tests.waiting import yield_until
 
 CAP_S = 15 * 60.0

@@ -9,16 +9,11 @@ cuts it short.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from core.clock import Clock
-
-if TYPE_CHECKING:
-    from core.agent.runtime import AgentRuntime
-    from core.agent.session import AgentSession
 
 # While the run waits on a person (or settles), the cap can't be reached: look again this often.
 RECHECK_S = 60.0
@@ -80,20 +75,3 @@ async def reach_cap(
             return True
         await clock.sleep(RECHECK_S if paused else max(left, 1.0))
     return False
-
-
-async def halt(session: AgentSession, runtime: AgentRuntime | None) -> None:
-    """Stop a run at a limit: cancel its turn (and what is queued behind it) and kill its jobs. The session
-    stays usable, so a task can be continued later."""
-    await session.cancel(drop_queued=True)
-    if runtime is not None:
-        await runtime.jobs.kill_session(session.session_id)
-
-
-def cancel_timers(*timers: asyncio.Task[None] | None) -> None:
-    """Cancel a run's timers as it ends, except the one ending it: a timer that stops its own run must not
-    cancel itself halfway through the ending."""
-    current = asyncio.current_task()
-    for timer in timers:
-        if timer is not None and timer is not current:
-            timer.cancel()
