@@ -1,5 +1,5 @@
 """The reads and commands the desktop UI uses for rules. `RuleService` implements it; UI tests fake it.
-The signatures mirror `core.rules.service.RuleService` exactly.
+The signatures mirror `core.rules.commands.RuleCommands` exactly.
 
 The run log (`runs`) and 立即运行 (`run_now`) are not part of the protocol: they arrive with rule runs, and
 the rule detail shows them only when the object it was given has them, so the UI works with either."""
