@@ -98,7 +98,12 @@ def _run(data_dir: Path) -> int:
     host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
     bridge = EventBridge(host.bus)
     window = MainWindow(
-        host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.bots, rules=host.rules
+        host.chat,
+        bridge,
+        tasks=host.tasks,
+        attention=host.attention,
+        bots=host.desktop_bots,
+        rules=host.rules,
     )
     window.show()
     shown_at = _process_age()
@@ -164,7 +169,7 @@ class _Desktop:
         self._window = window
         self._notifications: Notifications | None = None
         self._power: PowerWatch | None = None
-        self.pause = PauseControl(host.bots)  # reads the bots once the host has started
+        self.pause = PauseControl(host.desktop_bots)  # reads the bots once the host has started
         self.tray = Tray(
             window,
             on_quit=quit_app,
@@ -195,7 +200,7 @@ class _Desktop:
         window = self._window
         notifications = Notifications(
             self._host.attention,
-            self._host.bots,
+            self._host.desktop_bots,
             self._bridge,
             DesktopNotifierSender(t("notify.app"), fallback=self.tray.show_message),
             window,

@@ -45,7 +45,7 @@ class WindowActions:
         default = next((b for b in bots if b.is_default), bots[0] if bots else None)
         if default is None or default.configured or self._first_run is not None:
             return
-        card = FirstRunCard(self._host.bots, default.id)
+        card = FirstRunCard(self._host.desktop_bots, default.id)
         card.configured.connect(self._first_run_done)
         self._first_run = card
         self._window.show_first_run(card)
@@ -54,7 +54,7 @@ class WindowActions:
     def open_bot_settings(self, bot_id: str) -> None:
         if not self._raise_open():
             reserve = self._host.reserve.line(bot_id, language())
-            dialog = BotSettingsDialog(self._host.bots, bot_id, self._window, reserve_line=reserve)
+            dialog = BotSettingsDialog(self._host.desktop_bots, bot_id, self._window, reserve_line=reserve)
             self._show(dialog)
             self._calls.start(dialog.load())
 

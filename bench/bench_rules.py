@@ -325,7 +325,7 @@ async def _breakdown(
 ) -> None:
     """Where the time goes: per RuleTimeline call, and the database worker thread under cProfile."""
     await _reset(host, plan)
-    timed = TimedTimeline(StoredTimeline(host.db, host.bus, host.clock, host.rules, host.rule_runner))
+    timed = TimedTimeline(StoredTimeline(host.db, host.bus, host.clock, host.rule_service, host.rule_runner))
     scheduler = Scheduler(timed, host.clock)
     worker, main = cProfile.Profile(), cProfile.Profile()
     await host.db.read(lambda _s: worker.enable())  # profiles the thread the store work runs on

@@ -174,7 +174,9 @@ async def run(app: QApplication, data_dir: Path) -> None:
             chat_retry=RetryPolicy(delays_s=(0.05,)),
         )
         bridge = EventBridge(host.bus)
-        window = MainWindow(host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.bots)
+        window = MainWindow(
+            host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.desktop_bots
+        )
         window.resize(1120, 820)
         window.show()
         await host.start()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,23 +17,28 @@ import httpx
 
 from core.agent.http_warmup import warm_up
 from core.agent.model_config import ModelConfig, RetryPolicy
+from core.agent.tool_api import ToolSpec
 from core.attention.approval_center import ApprovalCenter
 from core.attention.chat_tools import ask_user_question_tool
 from core.attention.service import AttentionService
 from core.bots.activity import BotActivityReader
 from core.bots.secret_store import SecretStore
-from core.bots.service import BotService
+from core.bots.service import BackgroundSettingsChanged, BotService
+from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
+from core.chat.ports import LiveTurns
 from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
 from core.cost.meter import CostMeter
 from core.cost.price_book import PriceBook
-from core.cost.reserve import BalanceRead, BotBalanceSource, ReserveWatcher
+from core.cost.reserve import BalanceRead, BotBalanceSource, ReserveChanged, ReserveWatcher
 from core.delivery.outbox import Outbox
 from core.events import BotsChanged
 from core.preferences_service import PreferencesService
 from core.rules.chat_tools import rule_create_tool
+from core.rules.commands import RuleCommands
 from core.rules.events import RuleEvents
+from core.rules.month_budget import RulePausedAtBudget
 from core.rules.runner import RuleRunner
 from core.rules.scheduler import Scheduler
 from core.rules.service import RuleService
@@ -44,11 +49,30 @@ from core.tasks.retention_sweeper import RetentionSweeper
 from core.tasks.runner import TASK_RETRY
 from core.tasks.service import TaskService
 from core.tasks.slots import SlotPolicy
+from core.tasks.startup_recovery import StartupRecovery
+from core.tasks.tools import chat_task_tools
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
 
 log = logging.getLogger(__name__)
+
+
+class ChatTools:
+    """The chat agent's tools beyond the common ones (`core.chat.ports.ChatToolSource`): task_start,
+    task_message and task_list with the chat's live turns, rule_create, and ask_user_question."""
+
+    def __init__(self, tasks: TaskService, rules: RuleCommands, approvals: ApprovalCenter) -> None:
+        self._tasks = tasks
+        self._rules = rules
+        self._approvals = approvals
+
+    def chat_tools(self, live: LiveTurns) -> list[ToolSpec]:
+        return [
+            *chat_task_tools(self._tasks.chat_commands(live)),
+            rule_create_tool(self._rules),
+            ask_user_question_tool(self._approvals),
+        ]
 
 
 class Host:
@@ -72,27 +96,31 @@ class Host:
         self.bus = EventBus()
         self.secrets = secrets
         self.db = Database(database_url) if database_url else Database.for_data_dir(data_dir)
-        self.bots = BotService(self.db, self.bus, self.clock, data_dir, secrets, model_override)
+        # Built in dependency order, every collaborator through its constructor. Where two parts need each
+        # other, the part that closes the loop is built after both (RuleCommands, the chat tools, restart
+        # recovery) or the change is announced on the bus (a bot's settings, the chat reserve).
         self.outbox = Outbox(self.db, self.bus, self.clock)
+        self.bots = BotService(
+            self.db, self.bus, self.clock, data_dir, secrets, model_override, held_pushes=self.outbox
+        )
         # Cost controls (P3 §8): the user's price overrides, the meter both runners price responses with,
         # and the watcher that keeps what is left of a provider balance for chat.
         self.prices = PriceBook(self.db, self.clock, self.bus)
         meter = CostMeter(self.clock, self.prices.overrides)
-        self.reserve = ReserveWatcher(self.clock, bots=self._balance_sources, read=balance_read)
+        self.reserve = ReserveWatcher(self.clock, bus=self.bus, bots=self._balance_sources, read=balance_read)
         self.tasks = TaskService(
             self.db,
             self.bus,
             self.clock,
             self.bots,
             self.outbox,
+            meter=meter,
+            reserve=self.reserve,
             policy=slot_policy,
             retry=task_retry or TASK_RETRY,
-            current_turn=lambda cid: live.turn_id if (live := self.chat.live_reply(cid)) else None,
-            meter=meter,
-            on_cost=self.reserve.record_spend,
-            reserve_low=self.reserve.is_low,
         )
-        self.rules = RuleService(self.db, self.bus, self.clock, self.bots)
+        # The reads and what runs write about rules; a person's commands are `self.rules` below.
+        self.rule_service = RuleService(self.db, self.bus, self.clock, self.bots)
         # Rule runs share the task runner's background slots, so the per-bot and overall caps hold for both.
         self.rule_runner = RuleRunner(
             self.db,
@@ -100,7 +128,7 @@ class Host:
             self.clock,
             self.bots,
             self.outbox,
-            self.rules,
+            self.rule_service,
             self.tasks.runner,
             retry=task_retry or TASK_RETRY,
             meter=meter,
@@ -108,35 +136,39 @@ class Host:
             reserve_low=self.reserve.is_low,
         )
         self.scheduler = Scheduler(
-            StoredTimeline(self.db, self.bus, self.clock, self.rules, self.rule_runner), self.clock
+            StoredTimeline(self.db, self.bus, self.clock, self.rule_service, self.rule_runner), self.clock
         )
-        self.rules.on_schedule_changed(self.scheduler.recompute)
-        self.rules.use_runner(self.rule_runner.run_now)
+        self.rules = RuleCommands(
+            self.db,
+            self.bus,
+            self.clock,
+            self.bots,
+            self.rule_service,
+            schedule=self.scheduler,
+            runs=self.rule_runner,
+        )
+        # Task runs' approvals wait here (P3 §7); so do rule runs': act asks (1 h), observe is refused.
+        self.approvals = ApprovalCenter(
+            self.db,
+            self.bus,
+            self.clock,
+            self.outbox,
+            task_runs=self.tasks.runner,
+            rule_runs=self.rule_runner,
+        )
+        # Approvals that waited before a restart are expired once recovery has seen them.
+        self.task_recovery = StartupRecovery(self.db, self.clock, self.approvals)
         self.chat = ChatService(
             self.db,
             self.bus,
             self.clock,
             self.bots,
+            tools=ChatTools(self.tasks, self.rules, self.approvals),
+            task_chips=self.tasks,
             retry=chat_retry or RetryPolicy(),
-            extra_tools=lambda: [
-                *self.tasks.chat_tools(),
-                rule_create_tool(self.rules),
-                ask_user_question_tool(self.approvals),
-            ],
             prompt_sections=(CHAT_TASK_RULES, CHAT_RULE_RULES),
-            task_chips=self.tasks.chips,
         )
-        self.approvals = ApprovalCenter(self.db, self.bus, self.clock, self.outbox)
-        self.approvals.active_run = self.tasks.runner.active_run
-        self.approvals.on_task_expired = self.tasks.fail_for_approval_timeout
-        self.approvals.on_wait = self.tasks.runner.wait_for_person
-        self.tasks.expire_stale_approvals = self.approvals.expire_all_open
-        # Rule runs' approvals (P3 §7): act asks here (1 h), observe is refused at once and recorded.
-        self.approvals.rule_run = self._rule_run_of_session
-        self.approvals.on_rule_refused = self.rule_runner.refuse_observed_approval
-        self.approvals.on_rule_expired = self.rule_runner.approval_expired
-        self.approvals.on_rule_wait = self.rule_runner.wait_for_person
-        self.rule_events = RuleEvents(self.rules, self.rule_runner)
+        self.rule_events = RuleEvents(self.rule_service, self.rule_runner)
         self.attention = AttentionService(
             self.tasks,
             self.approvals,
@@ -146,33 +178,31 @@ class Host:
             rules=self.rules,
             reserve=self.reserve,
         )
-        self.reserve.on_change(self._reserve_changed)
+        # What the desktop window reads of bots: their settings and each one's sidebar activity.
+        self.desktop_bots = BotsWithActivity(
+            self.bots, BotActivityReader(self.tasks, self.attention, self.chat, self.bots)
+        )
+        self._runtime: AgentRuntime | None = None
         # Retention (P3 §11 "Disk growth"): archive idle tasks, prune old run logs, clean up idle folders.
         self.retention = RetentionSweeper(
             self.db,
             self.clock,
             self.bus,
             delete_session=self._delete_session_files,
-            session_open=lambda sid: self._runtime is not None and self._runtime.get(sid) is not None,
+            session_open=self._session_open,
         )
-        self.bots.activity_reader = BotActivityReader(self.tasks, self.attention, self.chat, self.bots).read
         self.preferences = PreferencesService(self.db, self.clock)
-        self.bots.on_background_settings(self._bot_settings_changed)
         self._home = home
         self._web_transport = web_transport
-        self._runtime: AgentRuntime | None = None
         self.started = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
+        self.bus.subscribe(self._on_event)
         # Called by `resync()` after the outbox looked again: the scheduler recomputes, channels reconnect.
         self._resync_listeners: list[Callable[[str], Awaitable[None]]] = []
         self.on_resync(self.scheduler.recompute)
         self.on_resync(self._resync_background)
         # Said plainly to the user (health, doctor) and to the model: whether shell commands are sandboxed.
         self.sandbox_note = ""
-
-    def _rule_run_of_session(self, session_id: str) -> tuple[str, str, str] | None:
-        found = self.rule_runner.approval_context(session_id)
-        return (found[0], found[1], found[2].title) if found is not None else None
 
     @property
     def runtime(self) -> AgentRuntime:
@@ -195,6 +225,7 @@ class Host:
             home=self._home,
             web_transport=self._web_transport,
             logs_dir=self.data_dir / "logs" / "jobs",
+            approvals=self.approvals,
         )
         default = await self.bots.ensure_default()
         # The sandbox probe runs a process once per app run; do it here, off the loop, not in a first turn.
@@ -202,8 +233,8 @@ class Host:
             runtime_module.ShellSandbox.detect, await self.bots.permission(default.id), self._home
         )
         self.sandbox_note = sandbox.description
-        self.runtime.approvals = self.approvals
         await self.chat.start(self.runtime)
+        await self.task_recovery.recover()
         await self.tasks.start(self.runtime)
         await self.rule_runner.start(self.runtime)
         await self.scheduler.start()
@@ -212,12 +243,17 @@ class Host:
         self.started.set()
         log.info("host started on %s", self.data_dir)
 
-    async def _bot_settings_changed(self, bot_id: str) -> None:
-        """A bot's slots, pause or quiet hours changed: queued runs and held pushes may go now."""
-        if not self.started.is_set():
-            return
-        self.tasks.runner.poke()
-        await self.outbox.flush()
+    def _on_event(self, event: object) -> None:
+        """Changes other parts announce that the host answers with work of its own."""
+        if isinstance(event, BackgroundSettingsChanged) and self.started.is_set():
+            # A bot's slots, pause or quiet hours changed: a queued run may go now (the bot service then
+            # lets held pushes go).
+            self.tasks.runner.poke()
+        elif isinstance(event, ReserveChanged):
+            self._reserve_changed(event.bot_id)
+        elif isinstance(event, RulePausedAtBudget) and self.started.is_set():
+            # A run's cost paused its rule: the scheduler re-arms without it until the next 1st.
+            self._spawn(self.scheduler.recompute("budget"))
 
     async def _balance_sources(self) -> list[BotBalanceSource]:
         sources = []
@@ -230,10 +266,16 @@ class Host:
         """A bot's balance crossed its reserve: its task runs park or go on, needs-you shows it or not."""
         if not self.started.is_set():
             return
-        task = asyncio.get_running_loop().create_task(self.tasks.runner.reserve_changed(bot_id))
+        self._spawn(self.tasks.runner.reserve_changed(bot_id))
+        self.bus.publish(BotsChanged())
+
+    def _spawn(self, work: Coroutine[object, object, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        self.bus.publish(BotsChanged())
+
+    def _session_open(self, session_id: str) -> bool:
+        return self._runtime is not None and self._runtime.get(session_id) is not None
 
     async def _delete_session_files(self, session_id: str) -> bool:
         """Retention removes a cleaned-up task's session history; not while the session is open."""

@@ -39,6 +39,7 @@ class AgentRuntime:
         home: Path | None = None,
         web_transport: httpx.AsyncBaseTransport | None = None,
         logs_dir: Path | None = None,
+        approvals: ApprovalGate | None = None,
     ) -> None:
         self.clock = clock
         self.events = EventBus()
@@ -51,8 +52,8 @@ class AgentRuntime:
         self._opening: dict[str, asyncio.Future[AgentSession]] = {}
         self._clients: dict[ModelConfig, ModelClient] = {}
         self._sandboxes: dict[SessionSpec, ShellSandbox] = {}
-        # Where calls that need a person wait; the host sets it. None: such calls are refused outright.
-        self.approvals: ApprovalGate | None = None
+        # Where calls that need a person wait (the host's ApprovalCenter); None: such calls are refused.
+        self.approvals = approvals
 
     # ---- events -------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from sqlalchemy.orm import Session
 
@@ -24,6 +24,8 @@ from core.store import rules as rule_rows
 from core.store import tasks as task_rows
 from core.store.approvals import ApprovalRecord, ApprovalStatus, DecidedBy
 from core.store.database import Database
+from core.store.rules import RuleRecord
+from core.store.runs import RunMode
 from core.tasks.language import language_of
 
 log = logging.getLogger(__name__)
@@ -33,35 +35,71 @@ CHAT_TTL_S = 10 * 60.0
 RULE_TTL_S = 3600.0
 TIMEOUT_ERROR = "批准超时"
 
-Expired = Callable[[str], Awaitable[None]]  # task id
-# A live rule run's (run id, mode, rule title) by its session id; None when no rule run has that session.
-RuleRunOf = Callable[[str], "tuple[str, str, str] | None"]
 ACTION_ZH = {"recursive delete": "递归删除", "write outside the workspace": "在工作区外写入"}
 
 
+class TaskRunApprovals(Protocol):
+    """What the center needs of task runs (the TaskRunner)."""
+
+    def active_run(self, task_id: str) -> str | None:
+        """The task's running run, if any: the approval belongs to it."""
+        ...
+
+    def wait_for_person(self, task_id: str, waiting: bool) -> None:
+        """The run waits on a person (or no longer does): its time cap does not count the wait."""
+        ...
+
+    async def fail_run(self, run_id: str, error: str) -> None:
+        """Nobody approved in time: the run fails with `error` and the failure is pushed (P3 §11)."""
+        ...
+
+
+class RuleRunApprovals(Protocol):
+    """What the center needs of rule runs (the RuleRunner, P3 §7): act runs ask here with a 1 h limit;
+    observe runs are refused at once and the runner records it."""
+
+    def approval_context(self, session_id: str) -> tuple[str, RunMode, RuleRecord] | None:
+        """(run id, mode, rule) of the live rule run whose session this is; None otherwise."""
+        ...
+
+    def refuse_observed_approval(self, session_id: str, action: str, detail: str) -> None: ...
+
+    def approval_expired(self, run_id: str) -> None: ...
+
+    def wait_for_person(self, run_id: str, waiting: bool) -> None:
+        """(rule run, is waiting): the run's time cap does not count time spent waiting on the person."""
+        ...
+
+
 class ApprovalCenter:
-    def __init__(self, db: Database, bus: EventBus, clock: Clock, outbox: Outbox) -> None:
+    def __init__(
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        outbox: Outbox,
+        *,
+        task_runs: TaskRunApprovals,
+        rule_runs: RuleRunApprovals,
+    ) -> None:
         self._db = db
         self._bus = bus
         self._clock = clock
         self._outbox = outbox
+        self._task_runs = task_runs
+        self._rule_runs = rule_runs
         self._waiting: dict[str, asyncio.Future[bool]] = {}
         self._failing: set[asyncio.Future[None]] = set()
-        self.on_task_expired: Expired | None = None
-        self.active_run: Callable[[str], str | None] = lambda _task_id: None
-        self.on_wait: Callable[[str, bool], None] = lambda _task_id, _waiting: None  # (task, is waiting)
-        # Rule runs (P3 §7): act runs ask here with a 1 h limit; observe runs are refused at once and the
-        # runner records it. The host wires these to the RuleRunner.
-        self.rule_run: RuleRunOf = lambda _session_id: None
-        self.on_rule_refused: Callable[[str, str, str], None] = lambda _sid, _action, _detail: None
-        self.on_rule_expired: Callable[[str], None] = lambda _run_id: None
-        # (rule run, is waiting): the run's time cap does not count time spent waiting on the person.
-        self.on_rule_wait: Callable[[str, bool], None] = lambda _run_id, _waiting: None
+
+    def _rule_run(self, session_id: str) -> tuple[str, str, str] | None:
+        """A live rule run's (run id, mode, rule title) by its session id."""
+        found = self._rule_runs.approval_context(session_id) if session_id.startswith("rule-") else None
+        return (found[0], found[1], found[2].title) if found is not None else None
 
     async def request(self, session_id: str, action: str, detail: str) -> bool:
-        rule_run = self.rule_run(session_id) if session_id.startswith("rule-") else None
+        rule_run = self._rule_run(session_id)
         if rule_run is not None and rule_run[1] == "observe":
-            self.on_rule_refused(session_id, action, detail)
+            self._rule_runs.refuse_observed_approval(session_id, action, detail)
             return False
         owner = await self._owner(session_id)
         if owner is None:
@@ -81,7 +119,7 @@ class ApprovalCenter:
                 text=detail,  # what is shown to the person: the command or the path itself
                 now=now,
                 task_id=task_id,
-                run_id=(self.active_run(task_id) or "") if task_id else rule_run_id,
+                run_id=(self._task_runs.active_run(task_id) or "") if task_id else rule_run_id,
             )
 
         await self._db.write(insert)
@@ -101,13 +139,13 @@ class ApprovalCenter:
             task_id=task_id,
         )
         if rule_run_id:
-            self.on_rule_wait(rule_run_id, True)
+            self._rule_runs.wait_for_person(rule_run_id, True)
             try:
                 approved = await self._wait(approval_id, future, RULE_TTL_S, "")
             finally:
-                self.on_rule_wait(rule_run_id, False)
+                self._rule_runs.wait_for_person(rule_run_id, False)
             if not approved and (record := await self._get(approval_id)) and record.decided_by == "ttl":
-                self.on_rule_expired(rule_run_id)
+                self._rule_runs.approval_expired(rule_run_id)
             return approved
         return await self._wait(approval_id, future, TASK_TTL_S if task_id else CHAT_TTL_S, task_id)
 
@@ -159,7 +197,7 @@ class ApprovalCenter:
         self._changed(task_id)
         timer = asyncio.get_running_loop().create_task(self._expire_after(item_id, ttl, task_id))
         if task_id:
-            self.on_wait(task_id, True)
+            self._task_runs.wait_for_person(task_id, True)
         try:
             return await future
         except asyncio.CancelledError:
@@ -172,7 +210,7 @@ class ApprovalCenter:
             timer.cancel()
             self._waiting.pop(item_id, None)
             if task_id:
-                self.on_wait(task_id, False)
+                self._task_runs.wait_for_person(task_id, False)
 
     async def answer_chat_question(self, question_id: str, answer: str) -> ApprovalRecord:
         """The person answered the chat agent's question: the waiting turn goes on with the answer."""
@@ -209,11 +247,17 @@ class ApprovalCenter:
         future = self._waiting.get(approval_id)
         if future is not None and not future.done():
             future.set_result(False)
-        if task_id and self.on_task_expired is not None:
+        if task_id:
             # Its own task: failing the run cancels the waiting call, whose cleanup cancels this timer.
-            failing: asyncio.Future[None] = asyncio.ensure_future(self.on_task_expired(task_id))
+            failing: asyncio.Future[None] = asyncio.ensure_future(self._fail_task_run(task_id))
             self._failing.add(failing)
             failing.add_done_callback(self._failing.discard)
+
+    async def _fail_task_run(self, task_id: str) -> None:
+        """Nobody approved within 12 h: the task's run fails 「批准超时」, the failure pushed (P3 §11)."""
+        run_id = self._task_runs.active_run(task_id)
+        if run_id is not None:
+            await self._task_runs.fail_run(run_id, TIMEOUT_ERROR)
 
     async def _close(
         self, approval_id: str, status: ApprovalStatus, answer: str, by: DecidedBy

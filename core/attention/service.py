@@ -35,7 +35,7 @@ from core.clock import Clock
 from core.cost.reserve import ReserveWatcher
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
-from core.rules.service import RuleService
+from core.rules.commands import RuleCommands
 from core.store.deliveries import DeliveryRecord
 from core.tasks.service import TaskService
 from core.translations import Language
@@ -52,7 +52,7 @@ class AttentionService:
         outbox: Outbox,
         chat: ChatService,
         clock: Clock,
-        rules: RuleService | None = None,
+        rules: RuleCommands | None = None,
         reserve: ReserveWatcher | None = None,
     ) -> None:
         self._tasks = tasks

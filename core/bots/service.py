@@ -6,9 +6,9 @@ import asyncio
 import builtins
 import logging
 import shutil
-from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from sqlalchemy.orm import Session
 
@@ -27,7 +27,7 @@ from core.bots.validation import (
     validate_name,
     validate_preset,
 )
-from core.bots.views import BotActivity, BotUpdate, BotView, ConnectionCheck, ModelPreset
+from core.bots.views import BotUpdate, BotView, ConnectionCheck, ModelPreset
 from core.bus import EventBus
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError, UnavailableError
@@ -43,16 +43,28 @@ DEFAULT_BOT_NAME = "Errand"
 __all__ = [
     "DEFAULT_BOT_NAME",
     "MAX_NAME",
+    "BackgroundSettingsChanged",
     "BotService",
-    "SettingsListener",
+    "HeldPushes",
     "validate_base_url",
     "validate_name",
     "validate_preset",
 ]
 
-SettingsListener = Callable[[str], Awaitable[None]]
-"""Told the bot id after its background settings (slots, pause, quiet hours) changed."""
-ActivityReader = Callable[[str], Awaitable[list[BotActivity]]]
+
+@dataclass(frozen=True, slots=True)
+class BackgroundSettingsChanged:
+    """A bot's task slots, pause or quiet hours changed: the task runner looks again (a queued run may
+    start). Published before the service lets held pushes go (`HeldPushes.flush`)."""
+
+    bot_id: str
+
+
+class HeldPushes(Protocol):
+    """What waits to be delivered (the Outbox): looked at again when quiet hours or a pause changed."""
+
+    async def flush(self) -> int: ...
+
 
 _BACKGROUND_FIELDS = frozenset({"task_slots", "paused", "quiet_start", "quiet_end"})
 
@@ -71,6 +83,7 @@ class BotService:
         secrets: SecretStore,
         model_override: ModelConfig | None = None,
         *,
+        held_pushes: HeldPushes,
         ollama_url: str = DEFAULT_OLLAMA_URL,
     ) -> None:
         self._db = db
@@ -81,9 +94,7 @@ class BotService:
         # From ERRAND_MODEL_BASE_URL / ERRAND_MODEL / ERRAND_API_KEY: the default bot's, never stored.
         self._override = model_override
         self.presets = ModelPresets(ollama_url)
-        # Wired by the host to whatever reads tasks and needs-you; until then every bot is idle.
-        self.activity_reader: ActivityReader | None = None
-        self._settings_listeners: list[SettingsListener] = []
+        self._held_pushes = held_pushes
 
     def workspace_of(self, bot_id: str) -> Path:
         return self._data_dir / "bots" / bot_id / "workspace"
@@ -196,11 +207,6 @@ class BotService:
 
     # ---- settings -----------------------------------------------------------------------------------
 
-    def on_background_settings(self, listener: SettingsListener) -> None:
-        """Call `listener(bot_id)` after a bot's task slots, pause or quiet hours changed, so the task runner
-        and the outbox look again (a queued run may start, a held push may go)."""
-        self._settings_listeners.append(listener)
-
     async def update(self, bot_id: str, changes: BotUpdate) -> BotView:
         fields = settings_changes(changes)  # every field checked before anything is touched
         record = await self._record(bot_id)
@@ -211,7 +217,9 @@ class BotService:
             record = await self._db.write(lambda s: bot_rows.update_bot(s, bot_id, now=now, **fields))
         self._bus.publish(BotsChanged())
         if _BACKGROUND_FIELDS & fields.keys():
-            await self._tell_settings_listeners(bot_id)
+            # The task runner looks again (a queued run may start), then the outbox (a held push may go).
+            self._bus.publish(BackgroundSettingsChanged(bot_id))
+            await self._flush_held(bot_id)
         return await self._view(record)
 
     async def _store_key(self, bot_id: str, key: str, record: BotRecord) -> str:
@@ -226,13 +234,12 @@ class BotService:
             raise UnavailableError(str(exc)) from exc
         return ""
 
-    async def _tell_settings_listeners(self, bot_id: str) -> None:
-        for listener in list(self._settings_listeners):
-            try:
-                await listener(bot_id)
-            except Exception:
-                # The settings are stored; a listener that failed looks again on its next wake anyway.
-                log.exception("a bot settings listener failed for %s", bot_id)
+    async def _flush_held(self, bot_id: str) -> None:
+        try:
+            await self._held_pushes.flush()
+        except Exception:
+            # The settings are stored; the outbox looks again on its next wake anyway.
+            log.exception("held pushes failed to go after bot %s's settings changed", bot_id)
 
     async def test_connection(
         self,
@@ -257,11 +264,6 @@ class BotService:
 
     async def model_presets(self, lang: str = "zh") -> builtins.list[ModelPreset]:
         return await self.presets.list(lang)
-
-    async def activity(self, lang: str = "zh") -> builtins.list[BotActivity]:
-        if self.activity_reader is not None:
-            return await self.activity_reader(lang)
-        return [BotActivity(bot_id, "idle") for bot_id in await self.names()]
 
     # ---- model and permission -----------------------------------------------------------------------
 

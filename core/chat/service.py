@@ -19,9 +19,9 @@ from core.activity import ActivityLog
 from core.agent import events as ev
 from core.agent.model_config import RetryPolicy
 from core.agent.session_spec import SessionSpec
-from core.agent.tool_api import ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.chat.ports import ChatToolSource, TaskChips
 from core.chat.views import (
     ActivityStep,
     ConversationView,
@@ -105,7 +105,8 @@ class _LiveTurn:
 
 
 class ChatService:
-    """Implements `core.chat.facade.ChatFacade`."""
+    """Implements `core.chat.facade.ChatFacade` and the chat seams `InboundChat` and `LiveTurns`
+    (core.chat.ports)."""
 
     def __init__(
         self,
@@ -114,14 +115,14 @@ class ChatService:
         clock: Clock,
         bots: BotService,
         *,
+        tools: ChatToolSource,
+        task_chips: TaskChips,
         retry: RetryPolicy | None = None,
-        extra_tools: Callable[[], list[ToolSpec]] = list,
         prompt_sections: tuple[str, ...] = (),
-        task_chips: Callable[[str], Awaitable[dict[str, list[TaskChip]]]] | None = None,
     ) -> None:
         self._task_chips = task_chips
         self._retry = retry or RetryPolicy()
-        self._extra_tools = extra_tools
+        self._tools = tools
         self._prompt_sections = prompt_sections
         self._db = db
         self._bus = bus
@@ -209,7 +210,7 @@ class ChatService:
             return msg_rows.list_messages(s, conversation_id), cards
 
         records, cards = await self._db.read(read)
-        chips = await self._task_chips(conversation_id) if self._task_chips else {}
+        chips = await self._task_chips.chips(conversation_id)
         return [message_view(r, tuple(chips.get(r.turn_id, ())), cards.get(r.id)) for r in records]
 
     def live_reply(self, conversation_id: str) -> LiveReply | None:
@@ -299,7 +300,7 @@ class ChatService:
             model=model,
             permission=await self._bots.permission(conversation.bot_id),
             retry=self._retry,
-            extra_tools=tuple(self._extra_tools()),
+            extra_tools=tuple(self._tools.chat_tools(self)),  # built with this chat's live turns
             prompt_sections=self._prompt_sections,
         )
         return await runtime.open_session(spec)

@@ -24,6 +24,7 @@ from typing import Literal
 
 import httpx
 
+from core.bus import EventBus
 from core.clock import Clock
 from core.cost.balance import TIMEOUT_S, BalanceReading, read_balance
 
@@ -92,6 +93,13 @@ class _Good:
     read_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class ReserveChanged:
+    """A bot's chat reserve changed kind (off, ok, low): its background runs park or go on."""
+
+    bot_id: str
+
+
 class ReserveWatcher:
     """See the module docstring. `bots` lists the bots to watch with their endpoint and key; `read` reads one
     balance (default: `read_balance` over one shared httpx client, closed by `stop`)."""
@@ -100,6 +108,7 @@ class ReserveWatcher:
         self,
         clock: Clock,
         *,
+        bus: EventBus,
         bots: Callable[[], Awaitable[list[BotBalanceSource]]],
         read: BalanceRead | None = None,
         interval_s: float = READ_INTERVAL_S,
@@ -110,6 +119,7 @@ class ReserveWatcher:
         if not 0 < low_fraction < 1:
             raise ValueError("low_fraction must be between 0 and 1")
         self._clock = clock
+        self._bus = bus
         self._bots = bots
         self._read = read or self._read_over_http
         self._interval_s = interval_s
@@ -312,6 +322,7 @@ class ReserveWatcher:
             self._notify(bot_id)
 
     def _notify(self, bot_id: str) -> None:
+        self._bus.publish(ReserveChanged(bot_id))
         for callback in list(self._listeners):
             try:
                 callback(bot_id)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.agent.tool_api import SessionKind, ToolContext, ToolError, ToolSpec
 from core.errors import InvalidInputError, NotFoundError
-from core.rules.service import RuleService
+from core.rules.commands import RuleCommands
 from core.tasks.language import language_of
 
 CHAT_PREFIX = "chat-"
@@ -43,7 +43,7 @@ class RuleCreateArgs(BaseModel):
     )
 
 
-def rule_create_tool(rules: RuleService) -> ToolSpec:
+def rule_create_tool(rules: RuleCommands) -> ToolSpec:
     async def rule_create(ctx: ToolContext, args: RuleCreateArgs) -> str:
         return await create_from_chat(rules, ctx.session_id, args)
 
@@ -57,7 +57,7 @@ def rule_create_tool(rules: RuleService) -> ToolSpec:
     )
 
 
-async def create_from_chat(rules: RuleService, session_id: str, args: RuleCreateArgs) -> str:
+async def create_from_chat(rules: RuleCommands, session_id: str, args: RuleCreateArgs) -> str:
     if not session_id.startswith(CHAT_PREFIX):
         raise ToolError("rule_create works only in a conversation")
     conversation_id = session_id.removeprefix(CHAT_PREFIX)

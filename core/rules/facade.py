@@ -1,5 +1,5 @@
 """The reads and commands the desktop UI uses for rules. `RuleService` implements it; UI tests fake it.
-The signatures mirror `core.rules.service.RuleService` exactly."""
+The signatures mirror `core.rules.commands.RuleCommands` exactly."""
 
 from __future__ import annotations
 

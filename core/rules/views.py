@@ -123,7 +123,7 @@ class RunLogEntry:
     would: str  # observe: what it would have said
     report: dict[str, Any] | None
     cost_usd: float
-    # The preset it ran with: read-only (observe), else the act cap (see RuleService._log_entry).
+    # The preset it ran with: read-only (observe), else the act cap (see core.rules.run_log.log_entry).
     permission: str = ""
     steps: tuple[ActivityStep, ...] = ()  # its 处理过程, from the run's stored activity
 

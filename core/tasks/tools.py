@@ -1,5 +1,5 @@
 """Model-facing task tools (P3 §10). Chat sessions get task_start, task_message and task_list; task sessions
-get task_report. The handlers call back into the TaskService through the small protocol below."""
+get task_report. The handlers call back into the task service through the small protocols below."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.agent.tool_api import SessionKind, ToolContext, ToolError, ToolSpec
 
 
-class TaskCommands(Protocol):
+class ChatTaskCommands(Protocol):
     async def start_from_chat(
         self, session_id: str, title: str, brief: str, budget_usd: float | None
     ) -> str: ...
@@ -19,6 +19,8 @@ class TaskCommands(Protocol):
 
     async def list_for_chat(self, session_id: str) -> str: ...
 
+
+class TaskReportCommand(Protocol):
     async def report_from_task(self, session_id: str, args: dict[str, Any]) -> str: ...
 
 
@@ -54,7 +56,7 @@ class TaskReportArgs(BaseModel):
     files: list[str] | None = Field(default=None, description="Files in your folder the user should see.")
 
 
-def chat_task_tools(commands: TaskCommands) -> list[ToolSpec]:
+def chat_task_tools(commands: ChatTaskCommands) -> list[ToolSpec]:
     async def task_start(ctx: ToolContext, args: TaskStartArgs) -> str:
         return await commands.start_from_chat(ctx.session_id, args.title, args.brief, args.budget_usd)
 
@@ -91,7 +93,7 @@ def chat_task_tools(commands: TaskCommands) -> list[ToolSpec]:
     ]
 
 
-def task_report_tool(commands: TaskCommands) -> ToolSpec:
+def task_report_tool(commands: TaskReportCommand) -> ToolSpec:
     async def task_report(ctx: ToolContext, args: TaskReportArgs) -> str:
         raw = args.model_dump(exclude_none=True)
         try:

@@ -1,10 +1,10 @@
 """An in-memory RuleFacade for UI tests and renders.
 
-It checks what the real RuleService checks for the fields the editor sends (title, instruction, kind, mode
-and the whole schedule, through the real `core.rules.schedule`), so a refused field carries the same name
-(`schedule.minutes`, ...), and schedule words and previews are the real ones. Each change is announced
-with RuleChanged on the bus. Its run log holds real `RunLogEntry` rows a test adds with `add_run`, and
-立即运行 is recorded in `run_now_calls`.
+It checks what the real rule commands check for the fields the editor sends: title, instruction, kind and
+mode through the real `core.rules.validation`, the whole schedule through the real `core.rules.schedule`.
+So a refused field carries the same name (`schedule.minutes`, ...), and schedule words and previews are
+the real ones. Each change is announced with RuleChanged on the bus. Its run log holds real `RunLogEntry`
+rows a test adds with `add_run`, and 立即运行 is recorded in `run_now_calls`.
 
 Costs (issue 7): a rule carries this month's cost and its budgets (`add_rule(month_cost_usd=...)`,
 `set_month_cost`); `export_markdown` gives a small document (or `markdown` when a test sets it), records
@@ -20,13 +20,13 @@ from typing import Any
 
 from core.bus import EventBus
 from core.chat.views import ActivityStep
-from core.errors import InvalidInputError, NotFoundError, UnprocessableError
+from core.errors import NotFoundError
 from core.events import RuleChanged
 from core.rules.schedule import Schedule, fire_times, iso_local, next_fire, parse_schedule, words
+from core.rules.validation import check_instruction, check_kind, check_mode, check_new_mode, check_title
 from core.rules.views import RuleView, RunLogEntry
 
 DEFAULT_TZ = "Asia/Shanghai"
-TITLE_MAX = 80
 
 
 class FakeRuleFacade:
@@ -139,12 +139,9 @@ class FakeRuleFacade:
                 },
             )
         )
-        checked_title = _title(title)
-        _instruction(instruction)
-        _kind(kind)
-        _mode(mode, kind)
-        if mode == "off":
-            raise UnprocessableError("mode", "a new rule starts in act or observe; turn it off afterwards")
+        checked_title = check_title(title)
+        check_instruction(instruction)
+        check_new_mode(check_mode(mode, check_kind(kind)))
         parsed = parse_schedule(schedule, default_tz=self.tz, now=self.now())
         rule_id = f"ru_{next(self._ids):012x}"
         view = self._view(
@@ -188,14 +185,14 @@ class FakeRuleFacade:
         rule = self._rule(rule_id)
         changes: dict[str, Any] = {}
         if title is not None:
-            changes["title"] = _title(title)
+            changes["title"] = check_title(title)
         if instruction is not None:
-            _instruction(instruction)
+            check_instruction(instruction)
             if instruction != rule.instruction:
                 changes["instruction"] = instruction
                 changes["version"] = rule.version + 1  # new words are a new version; the mode stays
         if mode is not None:
-            changes["mode"] = _mode(mode, rule.kind)
+            changes["mode"] = check_mode(mode, rule.kind)
         if schedule is not None:
             parsed = parse_schedule(schedule, default_tz=rule.tz, now=self.now())
             fire = next_fire(parsed, self.now()) or 0.0
@@ -335,28 +332,3 @@ class FakeRuleFacade:
         self._rule(rule_id)
         self.run_now_calls.append(rule_id)
         return f"rr_now_{len(self.run_now_calls)}"
-
-
-def _title(value: str) -> str:
-    title = value.strip()
-    if not 1 <= len(title) <= TITLE_MAX:
-        raise InvalidInputError("title", f"must be 1 to {TITLE_MAX} characters")
-    return title
-
-
-def _instruction(value: str) -> None:
-    if not value.strip():
-        raise InvalidInputError("instruction", "must be non-empty: the user's words for what to do")
-
-
-def _kind(value: str) -> None:
-    if value not in ("check", "remind"):
-        raise InvalidInputError("kind", f"must be one of check, remind, not {value!r}")
-
-
-def _mode(value: str, kind: str) -> str:
-    if value not in ("off", "observe", "act"):
-        raise InvalidInputError("mode", f"must be one of off, observe, act, not {value!r}")
-    if kind == "remind" and value == "observe":
-        raise UnprocessableError("mode", "a reminder always acts; use act (or off), not observe")
-    return value

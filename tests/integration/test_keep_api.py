@@ -48,7 +48,7 @@ async def test_a_follow_up_loses_to_an_archive_that_lands_after_it_read_the_task
     task = await new_task(client, "Sort photos")
     await wait_stage(rules_host, client, task["id"], "ready")
     service = rules_host.tasks
-    before = await service._task(task["id"])  # what the follow-up read, just before the pass archived it
+    before = await service.reads.task(task["id"])  # what the follow-up read, just before the pass archived it
 
     async def stale_read(_task_id: str) -> TaskRecord:
         return before
@@ -58,7 +58,7 @@ async def test_a_follow_up_loses_to_an_archive_that_lands_after_it_read_the_task
             s, task["id"], now=clock.time(), archived_at=clock.time(), end_reason="archived"
         )
     )
-    monkeypatch.setattr(service, "_task", stale_read)
+    monkeypatch.setattr(service.reads, "task", stale_read)
     r = await client.post(f"/api/tasks/{task['id']}/continue", json={"text": "one more thing"})
     assert r.status_code == 409 and "archived" in r.json()["error"]["message"]
     runs = await rules_host.db.read(lambda s: run_rows.runs_of_task(s, task["id"]))

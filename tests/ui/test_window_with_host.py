@@ -89,12 +89,12 @@ async def test_a_healthy_host_shows_no_needs_you_row_and_no_badge(
     qtbot: QtBot, qapp: QApplication, host: Host
 ) -> None:
     bridge = EventBridge(host.bus)
-    window = MainWindow(host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.bots)
+    window = MainWindow(host.chat, bridge, tasks=host.tasks, attention=host.attention, bots=host.desktop_bots)
     qtbot.addWidget(window)
     window.show()
     tray = Tray(window, on_quit=lambda: None)
     notifications = Notifications(
-        host.attention, host.bots, bridge, FakeNotifier(), window, lambda: False, lambda: None
+        host.attention, host.desktop_bots, bridge, FakeNotifier(), window, lambda: False, lambda: None
     )
     counts: list[int] = []
 
@@ -122,7 +122,7 @@ async def test_the_first_run_card_shows_without_a_model_and_leaves_once_one_is_s
     bare.bots.presets.ollama_url = "http://127.0.0.1:9"  # nothing listens: no local preset
     await bare.start()
     bridge = EventBridge(bare.bus)
-    window = MainWindow(bare.chat, bridge, tasks=bare.tasks, attention=bare.attention, bots=bare.bots)
+    window = MainWindow(bare.chat, bridge, tasks=bare.tasks, attention=bare.attention, bots=bare.desktop_bots)
     qtbot.addWidget(window)
     window.show()
     actions = WindowActions(bare, window, qapp, bridge)

@@ -16,9 +16,10 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.orm import Session
 
 from core.bots.connection_test import check_connection
-from core.bots.service import BotService
+from core.bots.service import BackgroundSettingsChanged, BotService
 from core.bots.settings_changes import settings_changes
 from core.bots.views import BotActivity, BotUpdate, BotView
+from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
 from core.clock import FakeClock
 from core.delivery.outbox import conversation_facts
@@ -59,6 +60,17 @@ def secrets() -> MemorySecretStore:
     return MemorySecretStore()
 
 
+class HeldPushes:
+    """The outbox's side a bot's settings reach: counts how often held pushes were let go."""
+
+    def __init__(self) -> None:
+        self.flushes = 0
+
+    async def flush(self) -> int:
+        self.flushes += 1
+        return 0
+
+
 @pytest.fixture
 def bus() -> EventBus:
     return EventBus()
@@ -68,7 +80,7 @@ def bus() -> EventBus:
 def service(
     db: Database, bus: EventBus, clock: FakeClock, tmp_path: Path, secrets: MemorySecretStore
 ) -> BotService:
-    return BotService(db, bus, clock, tmp_path / "data", secrets)
+    return BotService(db, bus, clock, tmp_path / "data", secrets, held_pushes=HeldPushes())
 
 
 @pytest.fixture
@@ -203,7 +215,9 @@ async def test_the_key_goes_to_the_secret_store_and_an_empty_key_removes_it(
 async def test_without_a_keyring_a_key_is_refused_plainly_and_nothing_changes(
     db: Database, bus: EventBus, clock: FakeClock, tmp_path: Path
 ) -> None:
-    service = BotService(db, bus, clock, tmp_path / "data", MemorySecretStore(available=False))
+    service = BotService(
+        db, bus, clock, tmp_path / "data", MemorySecretStore(available=False), held_pushes=HeldPushes()
+    )
     bot = await service.create("NoKeyring")
     with pytest.raises(UnavailableError) as caught:
         await service.update(bot.id, BotUpdate(name="Changed", api_key="sk-x"))
@@ -212,14 +226,15 @@ async def test_without_a_keyring_a_key_is_refused_plainly_and_nothing_changes(
 
 
 async def test_background_settings_tell_the_listeners_and_other_settings_do_not(
-    service: BotService, bot: BotView
+    service: BotService, bot: BotView, bus: EventBus
 ) -> None:
     told: list[str] = []
 
-    async def listener(bot_id: str) -> None:
-        told.append(bot_id)
+    def listener(event: object) -> None:
+        if isinstance(event, BackgroundSettingsChanged):
+            told.append(event.bot_id)
 
-    service.on_background_settings(listener)
+    bus.subscribe(listener)
     await service.update(bot.id, BotUpdate(name="Quiet"))
     assert told == []
     for change in (BotUpdate(paused=True), BotUpdate(task_slots=3), BotUpdate(quiet_end="07:00")):
@@ -227,14 +242,15 @@ async def test_background_settings_tell_the_listeners_and_other_settings_do_not(
     assert told == [bot.id] * 3
 
 
-async def test_activity_is_all_idle_until_a_reader_is_wired(service: BotService, bot: BotView) -> None:
-    assert await service.activity() == [BotActivity(bot.id, "idle")]
+async def test_the_desktops_bots_read_activity_from_their_reader(service: BotService, bot: BotView) -> None:
+    class Reader:
+        async def read(self, lang: str = "zh") -> list[BotActivity]:
+            line = "正在工作…" if lang == "zh" else "Working…"
+            return [BotActivity(bot.id, "working", line, working_count=1)]
 
-    async def reader(lang: str) -> list[BotActivity]:
-        return [BotActivity(bot.id, "working", "正在工作…" if lang == "zh" else "Working…", working_count=1)]
-
-    service.activity_reader = reader
-    assert (await service.activity("en"))[0].line == "Working…"
+    bots = BotsWithActivity(service, Reader())
+    assert (await bots.activity("en"))[0].line == "Working…"
+    assert await bots.get(bot.id) == await service.get(bot.id)
 
 
 # ---- settings reach slots and the outbox --------------------------------------------------------------

@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from core.bus import EventBus
 from core.clock import FakeClock
 from core.cost.balance import BalanceReading
 from core.cost.reserve import BotBalanceSource, ReserveState, ReserveWatcher, reserve_line
@@ -66,7 +67,7 @@ def provider() -> Provider:
 
 
 def watcher_for(clock: FakeClock, provider: Provider, bots: Bots) -> ReserveWatcher:
-    return ReserveWatcher(clock, bots=bots, read=provider)
+    return ReserveWatcher(clock, bus=EventBus(), bots=bots, read=provider)
 
 
 def bot(bot_id: str = "b1", base_url: str = OPENROUTER, key: str = "sk-1") -> BotBalanceSource:
@@ -310,9 +311,9 @@ async def test_stop_ends_a_read_under_way_and_its_waiters_quietly(
 
 def test_nonsense_settings_are_refused(clock: FakeClock, provider: Provider) -> None:
     with pytest.raises(ValueError):
-        ReserveWatcher(clock, bots=Bots(), read=provider, interval_s=0)
+        ReserveWatcher(clock, bus=EventBus(), bots=Bots(), read=provider, interval_s=0)
     with pytest.raises(ValueError):
-        ReserveWatcher(clock, bots=Bots(), read=provider, low_fraction=1.5)
+        ReserveWatcher(clock, bus=EventBus(), bots=Bots(), read=provider, low_fraction=1.5)
 
 
 # -- the sentence ------------------------------------------------------------------------------------------

@@ -1,0 +1,36 @@
+"""The seams of the chat pipeline, as the parts around it see it.
+
+- `InboundChat`: where a person's words enter a conversation. The desktop and the API hand messages here
+  today (ChatService implements it); a chat channel (WeChat, Feishu, DingTalk, Telegram) will hand each
+  stored, deduplicated inbound message here, one conversation per peer or group.
+- `LiveTurns`: the reply a conversation is streaming now (ChatService), read by tools that must know the
+  turn that called them (a task started from a reply carries that turn, for the chip under it).
+- `ChatToolSource`: the tools a chat session gets beyond the common ones (tasks, rules, questions), built
+  when a session opens with the chat's live turns, so neither side is wired to the other later.
+- `TaskChips`: tasks started from a conversation, by the turn that started them (the TaskService).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from core.agent.tool_api import ToolSpec
+from core.chat.views import LiveReply, MessageView, TaskChip
+
+
+class InboundChat(Protocol):
+    async def say(self, conversation_id: str, text: str) -> MessageView:
+        """Store the person's message and queue the chat turn that answers it; the reply comes later."""
+        ...
+
+
+class LiveTurns(Protocol):
+    def live_reply(self, conversation_id: str) -> LiveReply | None: ...
+
+
+class ChatToolSource(Protocol):
+    def chat_tools(self, live: LiveTurns) -> list[ToolSpec]: ...
+
+
+class TaskChips(Protocol):
+    async def chips(self, conversation_id: str, lang: str = "zh") -> dict[str, list[TaskChip]]: ...

@@ -1,0 +1,370 @@
+"""A person's commands on tasks (P3 §1-§3, §8, §11): create, follow up, stop, delete, budget, keep. Each
+checks before it writes, so a refused command changes nothing; each state change is one transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from sqlalchemy.orm import Session
+
+from core.bots.service import BotService
+from core.bus import EventBus
+from core.chat.destination import conversation_for
+from core.clock import Clock
+from core.cost.budget_answer import parse_budget_answer
+from core.errors import ConflictError, InvalidInputError, NotFoundError
+from core.events import MessagesChanged, TaskChanged
+from core.ids import new_id
+from core.store import conversations as conv_rows
+from core.store import messages as msg_rows
+from core.store import run_inputs as input_rows
+from core.store import runs as run_rows
+from core.store import tasks as task_rows
+from core.store.database import Database
+from core.store.run_inputs import InputKind
+from core.store.runs import RunCause
+from core.store.tasks import TaskRecord
+from core.tasks.folders import remove_folder, task_folder
+from core.tasks.prompts import task_brief
+from core.tasks.reads import TaskReads
+from core.tasks.runner import TaskRunner, task_session_id
+from core.tasks.stage import BUDGET
+from core.tasks.views import TaskDetail, TaskView
+
+if TYPE_CHECKING:
+    from core.agent.runtime import AgentRuntime
+
+MAX_OPEN_TASKS = 10
+MAX_TEXT = 100_000  # a person's words, a brief or a follow-up, as for a chat message
+DEFAULT_BUDGET_USD = 1.0
+MAX_BUDGET_USD = 1000.0
+TITLE_LENGTH = 40
+
+
+class ChatReserve(Protocol):
+    """Whether what is left of a bot's provider balance is kept for chat (the ReserveWatcher, P3 §8)."""
+
+    def is_low(self, bot_id: str) -> bool: ...
+
+
+class TaskCommands:
+    def __init__(
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        bots: BotService,
+        runner: TaskRunner,
+        reads: TaskReads,
+        *,
+        reserve: ChatReserve,
+        sessions: Callable[[], AgentRuntime | None],
+    ) -> None:
+        self._db = db
+        self._bus = bus
+        self._clock = clock
+        self._bots = bots
+        self._runner = runner
+        self._reads = reads
+        self._reserve = reserve
+        self._sessions = sessions
+
+    @property
+    def _runtime(self) -> AgentRuntime | None:
+        return self._sessions()
+
+    async def create(
+        self,
+        *,
+        bot_id: str | None,
+        words: str,
+        conversation_id: str | None = None,
+        title: str = "",
+        brief: str = "",
+        budget_usd: float | None = None,
+        origin_message_id: int = 0,
+        origin_ref: str = "",
+        record_request: bool = False,
+    ) -> TaskView:
+        """A person asked for background work (chat's task_start, or POST /api/tasks).
+
+        `record_request` stores the words as the person's message in the conversation (the desktop's
+        "new task"), so the result arrives under the request."""
+        if not words.strip():
+            raise InvalidInputError("text", "must be a non-empty string")
+        _check_length("text", words)
+        _check_length("brief", brief)
+        budget = DEFAULT_BUDGET_USD if budget_usd is None else budget_usd
+        if not 0 < budget <= MAX_BUDGET_USD:
+            raise InvalidInputError("budgetUsd", f"must be more than 0 and at most {MAX_BUDGET_USD:g}")
+        bot = await self._bots.get(bot_id) if bot_id else await self._bots.ensure_default()
+        if self._reserve.is_low(bot.id):
+            raise ConflictError(
+                f"{bot.name}'s remaining provider balance is below 20 % of its limit; what is left is kept "
+                "for chat. Raise the limit or top up, then start the task again."
+            )
+        conversation_id = await conversation_for(self._db, self._bus, self._clock, bot.id, conversation_id)
+        title = (title.strip() or _title_from(words))[:80]
+        task_id = new_id("t")
+        folder = task_folder(Path(bot.workspace), title, task_id)
+        await asyncio.to_thread((folder / ".task").mkdir, parents=True, exist_ok=True)
+        now = self._clock.time()
+
+        def insert(s: Session) -> TaskRecord:
+            if task_rows.count_open_tasks(s, bot.id) >= MAX_OPEN_TASKS:
+                raise ConflictError(
+                    f"{bot.name} already has {MAX_OPEN_TASKS} open tasks. "
+                    "Stop or finish one before starting another."
+                )
+            recent = [(m.role, m.text) for m in msg_rows.list_messages(s, conversation_id, limit=7)]
+            if origin_message_id and recent and recent[-1][1] == words:
+                recent = recent[:-1]  # the request itself is already quoted verbatim
+            origin = origin_message_id
+            if record_request:
+                origin = msg_rows.insert_message(
+                    s, conversation_id=conversation_id, role="user", text=words, state="answered", now=now
+                ).id
+                conv_rows.touch_conversation(s, conversation_id, now)
+            record = task_rows.insert_task(
+                s,
+                id=task_id,
+                bot_id=bot.id,
+                conversation_id=conversation_id,
+                title=title,
+                brief=brief.strip()[:1500] or words.strip(),
+                session_id=task_session_id(task_id),
+                folder=str(folder),
+                permission=bot.preset,
+                budget_usd=budget,
+                now=now,
+                origin_message_id=origin,
+                origin_ref=origin_ref,
+            )
+            task_rows.update_task(s, task_id, now=now, last_used_at=now)
+            input_rows.insert_input(
+                s,
+                id=new_id("i"),
+                kind="brief",
+                text=task_brief(words=words, brief=brief, recent=recent[-6:]),
+                now=now,
+                task_id=task_id,
+                from_person=True,
+            )
+            run_rows.insert_run(
+                s,
+                id=new_id("r"),
+                bot_id=bot.id,
+                session_id=task_session_id(task_id),
+                cause="launch",
+                now=now,
+                task_id=task_id,
+            )
+            return record
+
+        try:
+            await self._db.write(insert)
+        except BaseException:
+            # Whatever refused the insert, nothing of the task is left behind: no folder without a row.
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+            raise
+        self._runner.poke()
+        self._bus.publish(TaskChanged(task_id))
+        if record_request:
+            self._bus.publish(MessagesChanged(conversation_id))
+        return await self._reads.view(task_id)
+
+    async def follow_up(
+        self, task_id: str, text: str, *, cause: RunCause = "followup", kind: InputKind = "followup"
+    ) -> str:
+        """A person's follow-up: steered into a working task, or it resumes a done or failed one.
+        Returns 'steered', 'queued' or 'resumed'."""
+        if not text.strip():
+            raise InvalidInputError("text", "must be a non-empty string")
+        _check_length("text", text)
+        task = await self._reads.task(task_id)
+        _refuse_ended(task)
+        input_id = new_id("i")
+        now = self._clock.time()
+        active = self._runner.active_run(task_id)
+
+        def add(s: Session) -> str:
+            # Checked again in the transaction: a retention pass may have archived it since the read.
+            current = task_rows.get_task(s, task_id)
+            if current is None:
+                raise NotFoundError("task", task_id)
+            _refuse_ended(current)
+            input_rows.insert_input(
+                s, id=input_id, kind=kind, text=text, now=now, task_id=task_id, from_person=True
+            )
+            # Any use restarts the task's 30 idle days and takes back a folder's deletion date (P3 §11).
+            task_rows.update_task(s, task_id, now=now, last_used_at=now, cleanup_at=0.0)
+            if active is not None:
+                input_rows.mark_delivered(s, input_id, run_id=active, now=now)
+                return "steered"
+            return _queue_run(s, current, cause, now)
+
+        how = await self._db.write(add)
+        if how == "steered" and active is not None and not await self._runner.hand_over(active):
+            # The run ended between the read and the hand-over: the input is owed a run of its own.
+            def requeue(s: Session) -> str:
+                current = task_rows.get_task(s, task_id)
+                if current is None or current.end_reason in ("stopped", "archived") or current.archived_at:
+                    return "steered"  # kept untaken; a stopped task takes nothing more
+                return _queue_run(s, current, cause, self._clock.time())
+
+            how = await self._db.write(requeue)
+        self._runner.poke()
+        self._bus.publish(TaskChanged(task_id))
+        return how
+
+    async def stop_task(self, task_id: str) -> TaskView:
+        """A person stops the task: its turn is cancelled, its jobs killed; chat and other tasks go on."""
+        task = await self._reads.task(task_id)
+        if task.end_reason == "stopped":
+            return await self._reads.view(task_id)
+        now = self._clock.time()
+        await self._db.write(
+            lambda s: task_rows.update_task(
+                s, task_id, now=now, ended_at=now, end_reason="stopped", stopped_by="person"
+            )
+        )
+        active = self._runner.active_run(task_id)
+        if active is not None:
+            await self._runner.stop_run(active, refuse=True)
+        elif self._runtime is not None and (session := self._runtime.get(task.session_id)) is not None:
+            session.refuse_tools("This task was stopped by the user. Do nothing more.")
+
+        def end_queued(s: Session) -> None:
+            for run in run_rows.runs_of_task(s, task_id):
+                if run.state != "ended":
+                    run_rows.end_run(s, run.id, outcome="stopped", now=now)
+
+        await self._db.write(end_queued)
+        self._bus.publish(TaskChanged(task_id))
+        return await self._reads.view(task_id)
+
+    async def delete_task(self, task_id: str) -> None:
+        """Stop it, then remove its rows, folder and session history."""
+        task = await self._reads.task(task_id)
+        await self.stop_task(task_id)
+        if self._runtime is not None:
+            await self._runtime.close_session(task.session_id)
+        workspace = Path((await self._bots.get(task.bot_id)).workspace)
+        await asyncio.to_thread(remove_folder, Path(task.folder), workspace)
+        if self._runtime is not None:
+            await self._runtime.delete_history(task.session_id)
+        await self._db.write(lambda s: task_rows.delete_task(s, task_id))
+        self._bus.publish(TaskChanged(task_id))
+
+    async def set_budget(
+        self, task_id: str, *, add_usd: float | None = None, budget_usd: float | None = None
+    ) -> TaskView:
+        """Raise the budget by `add_usd` or set it to `budget_usd` (exactly one; P3 §10 `/budget`). A task
+        stopped at its budget goes on with a new run. Refused, changing nothing: zero, negative, a total
+        over MAX_BUDGET_USD, or a budget at or below what is already spent."""
+        if (add_usd is None) == (budget_usd is None):
+            raise InvalidInputError("budget", "send exactly one of addUsd or budgetUsd")
+        field_name = "addUsd" if add_usd is not None else "budgetUsd"
+        amount = add_usd if add_usd is not None else budget_usd
+        assert amount is not None
+        if not math.isfinite(amount) or amount <= 0:
+            raise InvalidInputError(field_name, "must be more than 0")
+        now = self._clock.time()
+
+        def raise_budget(s: Session) -> float:
+            # Read and written in one transaction: two 继续 at once (a double click, two channels) both
+            # count, and the spend it is checked against is the spend of that moment.
+            task = task_rows.get_task(s, task_id)
+            if task is None:
+                raise NotFoundError("task", task_id)
+            new_budget = task.budget_usd + amount if add_usd is not None else amount
+            if new_budget > MAX_BUDGET_USD:
+                raise InvalidInputError(field_name, f"the budget would be ${new_budget:,.2f}; at most $1,000")
+            if new_budget <= task.spent_usd:
+                raise InvalidInputError(
+                    field_name,
+                    f"must be more than the ${task.spent_usd:.2f} already spent, or the task stops at once",
+                )
+            task_rows.update_task(
+                s, task_id, now=now, budget_usd=new_budget, last_used_at=now, cleanup_at=0.0
+            )
+            return new_budget
+
+        new_budget = await self._db.write(raise_budget)
+        self._runner.set_budget(task_id, new_budget)
+        if (await self._reads.view(task_id)).stage == BUDGET.key:
+            note = f"[The user raised this task's budget to ${new_budget:.2f}] Continue where you left off."
+            await self.follow_up(task_id, note, cause="continue", kind="followup")
+        self._bus.publish(TaskChanged(task_id))
+        return await self._reads.view(task_id)
+
+    async def answer_budget(self, task_id: str, answer: str) -> str:
+        """The budget question's answer (needs-you or the API): 'added', 'stopped'. See budget_answer."""
+        view = await self._reads.view(task_id)
+        if view.stage != BUDGET.key:
+            raise ConflictError(f"「{view.title}」 is not waiting at its budget.")
+        parsed = parse_budget_answer(answer)
+        if parsed.action == "stop":
+            await self.stop_task(task_id)
+            return "stopped"
+        if parsed.action == "set":
+            await self.set_budget(task_id, budget_usd=parsed.budget_usd)
+        else:
+            await self.set_budget(task_id, add_usd=parsed.add_usd)
+        if parsed.words:
+            await self.follow_up(task_id, parsed.words)
+        return "added"
+
+    async def keep(self, task_id: str) -> TaskDetail:
+        """保留 (P3 §11): the task counts as used now, so its folder's deletion date goes and the 30 idle
+        days start again. An archived task stays archived (its follow-ups stay closed); its folder is kept."""
+        await self._reads.task(task_id)
+        now = self._clock.time()
+        await self._db.write(
+            lambda s: task_rows.update_task(
+                s, task_id, now=now, last_used_at=now, cleanup_at=0.0, archived_at=0.0
+            )
+        )
+        self._bus.publish(TaskChanged(task_id))
+        return await self._reads.detail(task_id)
+
+
+def _title_from(words: str) -> str:
+    first = next((line.strip() for line in words.splitlines() if line.strip()), "")
+    return first[:TITLE_LENGTH] or "Task"
+
+
+def _queue_run(s: Session, task: TaskRecord, cause: RunCause, now: float) -> str:
+    """A run for the task's untaken inputs, unless one is queued already: 'queued' or 'resumed'."""
+    if any(r.state in ("queued", "running", "settling") for r in run_rows.runs_of_task(s, task.id)):
+        return "queued"
+    run_rows.insert_run(
+        s,
+        id=new_id("r"),
+        bot_id=task.bot_id,
+        session_id=task.session_id,
+        cause=cause,
+        now=now,
+        task_id=task.id,
+    )
+    task_rows.update_task(s, task.id, now=now, ended_at=0, end_reason="")
+    return "resumed"
+
+
+def _check_length(field: str, text: str) -> None:
+    if len(text) > MAX_TEXT:
+        raise InvalidInputError(
+            field, f"must be at most {MAX_TEXT:,} characters; shorten it or put the rest in a file"
+        )
+
+
+def _refuse_ended(task: TaskRecord) -> None:
+    """A stopped or archived task takes no follow-ups (P3 §11): a new task is the way on."""
+    if task.end_reason in ("stopped", "archived") or task.archived_at:
+        why = "archived" if task.archived_at else task.end_reason
+        raise ConflictError(f"「{task.title}」 was {why}; it cannot continue. Start a new task instead.")

@@ -1,0 +1,84 @@
+"""What a task's run owes its conversation (P3 §2 push rules): the result, the failure or the budget
+question, staged in the very transaction that ends the run so a crash never loses or repeats one; and the
+note to the chat session once a result reached the person."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from core.bus import EventBus
+from core.delivery.outbox import Outbox
+from core.events import TaskChanged
+from core.store import tasks as task_rows
+from core.store.database import Database
+from core.store.deliveries import DeliveryPurpose, DeliveryRecord
+from core.store.runs import RunRecord
+from core.store.tasks import TaskRecord
+from core.tasks.language import language_of, pushed
+from core.tasks.report import Report
+
+if TYPE_CHECKING:
+    from core.agent.runtime import AgentRuntime
+
+
+class ResultPush:
+    def __init__(
+        self, db: Database, bus: EventBus, outbox: Outbox, *, sessions: Callable[[], AgentRuntime | None]
+    ) -> None:
+        self._db = db
+        self._bus = bus
+        self._outbox = outbox
+        self._sessions = sessions
+        outbox.on_delivered(self.tell_chat)
+
+    @property
+    def _runtime(self) -> AgentRuntime | None:
+        return self._sessions()
+
+    def stage_pushes(self, s: Session, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
+        """What a run's end owes the task's conversation, queued in the transaction that ends it."""
+        lang = language_of(task.brief)
+        if run.outcome == "done" and report is not None and report.message:
+            self._stage(s, task, run, "result", report.message)
+        elif run.outcome == "failed":
+            reason = run.error or (report.message if report else "") or "unknown error"
+            self._stage(s, task, run, "failure", pushed(lang, "failure", title=task.title, reason=reason))
+        elif run.outcome == "budget":
+            # The budget question (P3 §8): pushed like any question; answered in needs-you or here.
+            line = pushed(lang, "budget", title=task.title, spent=f"{task.spent_usd:.2f}")
+            self._stage(s, task, run, "question", f"{line}\n{pushed(lang, 'budget_options')}")
+
+    async def run_finished(self, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
+        # The run's end withdrew its questions, so a question held behind them may go now too.
+        await self._outbox.flush()
+        self._bus.publish(TaskChanged(task.id))
+
+    def _stage(
+        self, s: Session, task: TaskRecord, run: RunRecord, purpose: DeliveryPurpose, text: str
+    ) -> None:
+        self._outbox.stage(
+            s,
+            delivery_id=f"{run.id}:{purpose}",
+            bot_id=task.bot_id,
+            conversation_id=task.conversation_id,
+            purpose=purpose,
+            text=text,
+            task_id=task.id,
+            run_id=run.id,
+        )
+
+    async def tell_chat(self, delivery: DeliveryRecord) -> None:
+        """The chat session learns that a result reached the user (P3 §10 `inject`), without a new turn."""
+        if delivery.purpose != "result" or not delivery.task_id or self._runtime is None:
+            return
+        session = self._runtime.get(f"chat-{delivery.conversation_id}")
+        if session is None:
+            return
+        task = await self._db.read(lambda s: task_rows.get_task(s, delivery.task_id))
+        title = task.title if task else delivery.task_id
+        await session.inject(
+            pushed(language_of(task.brief if task else ""), "chat_note", title=title, text=delivery.text)
+        )
