@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from bench.common import line, summary_ms
 from core.agent.model_config import ModelConfig
-from core.events import TaskChanged
+from core.changes import TaskChanged
 from core.host import Host
 from core.ids import new_id
 from core.store import conversations as conv_rows

@@ -23,7 +23,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bench.common import line, summary_ms
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep
 from core.export.redaction import redact
 from core.host import Host
 from core.ids import new_id

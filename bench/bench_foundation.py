@@ -30,8 +30,8 @@ from core.agent.model_config import ModelConfig, RetryPolicy
 from core.agent.runtime import AgentRuntime
 from core.agent.sandbox import Permission, Preset
 from core.agent.session_spec import SessionSpec
+from core.changes import MessagesChanged
 from core.clock import SystemClock
-from core.events import MessagesChanged
 from core.host import Host
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.fakes.secrets import MemorySecretStore

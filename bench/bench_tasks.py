@@ -24,7 +24,7 @@ import psutil
 
 from bench.common import line, summary_ms
 from core.agent.model_config import ModelConfig, RetryPolicy
-from core.events import MessagesChanged, TaskChanged
+from core.changes import MessagesChanged, TaskChanged
 from core.host import Host
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore

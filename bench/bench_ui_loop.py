@@ -31,7 +31,7 @@ from PySide6.QtWidgets import QApplication
 
 from bench.common import line, percentile
 from core.agent.model_config import ModelConfig, RetryPolicy
-from core.events import TaskChanged
+from core.changes import TaskChanged
 from core.host import Host
 from core.tasks.views import TaskView
 from tests.fakes.secrets import MemorySecretStore

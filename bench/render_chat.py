@@ -19,7 +19,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication
 
 from bench.render_runner import render_main
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep
 from tests.fakes.fake_chat import FakeChatFacade
 from ui import i18n, theme
 from ui.bridge import EventBridge

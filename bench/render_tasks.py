@@ -23,7 +23,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication, QWidget
 
 from bench.render_runner import render_main, settle
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade, run
 from ui import i18n, theme

@@ -23,9 +23,9 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication
 
 from bench.render_runner import render_main, settle
-from core.bots.activity import BotActivityReader
+from core.activity_steps import ActivityStep
 from core.bots.views import BotActivity
-from core.chat.views import ActivityStep
+from core.sidebar_state import BotActivityReader
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade

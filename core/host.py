@@ -21,11 +21,11 @@ from core.agent.tool_api import ToolSpec
 from core.attention.approval_center import ApprovalCenter
 from core.attention.chat_tools import ask_user_question_tool
 from core.attention.service import AttentionService
-from core.bots.activity import BotActivityReader
 from core.bots.secret_store import SecretStore
 from core.bots.service import BackgroundSettingsChanged, BotService
 from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
+from core.changes import BotsChanged
 from core.chat.ports import LiveTurns
 from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
@@ -33,16 +33,16 @@ from core.cost.meter import CostMeter
 from core.cost.price_book import PriceBook
 from core.cost.reserve import BalanceRead, BotBalanceSource, ReserveChanged, ReserveWatcher
 from core.delivery.outbox import Outbox
-from core.events import BotsChanged
 from core.preferences_service import PreferencesService
 from core.rules.chat_tools import rule_create_tool
 from core.rules.commands import RuleCommands
-from core.rules.events import RuleEvents
+from core.rules.event_triggers import EventTriggers
 from core.rules.month_budget import RulePausedAtBudget
 from core.rules.runner import RuleRunner
 from core.rules.scheduler import Scheduler
 from core.rules.service import RuleService
 from core.rules.timeline import StoredTimeline
+from core.sidebar_state import BotActivityReader
 from core.store.database import Database
 from core.tasks.prompts import CHAT_RULE_RULES, CHAT_TASK_RULES
 from core.tasks.retention_sweeper import RetentionSweeper
@@ -168,7 +168,7 @@ class Host:
             retry=chat_retry or RetryPolicy(),
             prompt_sections=(CHAT_TASK_RULES, CHAT_RULE_RULES),
         )
-        self.rule_events = RuleEvents(self.rule_service, self.rule_runner)
+        self.event_triggers = EventTriggers(self.rule_service, self.rule_runner)
         self.attention = AttentionService(
             self.tasks,
             self.approvals,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep
 from ui import formatting, theme
 from ui.elided_text import ElidedText
 from ui.i18n import t

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.bus import EventBus
-from core.cost.price_book import PricesChanged
-from core.events import (
+from core.changes import (
     AttentionChanged,
     BotsChanged,
     ConversationsChanged,
@@ -22,6 +21,7 @@ from core.events import (
     RunStepAdded,
     TaskChanged,
 )
+from core.cost.price_book import PricesChanged
 
 # A streamed reply announces every delta; the eye needs no more than about 30 frames a second.
 LIVE_COALESCE_MS = 30

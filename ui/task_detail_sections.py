@@ -20,8 +20,7 @@ from PySide6.QtCore import QEvent, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from core.activity import dropped_count
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep, dropped_count
 from core.tasks.facade import TaskFacade
 from core.tasks.views import RunView, TaskDetail, TaskView
 from ui import formatting, theme

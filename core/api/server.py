@@ -24,6 +24,7 @@ from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
 from core.api.validation import MAX_BODY, BodyTooLargeError, json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
+from core.changes import MessagesChanged
 from core.chat.service import MAX_TEXT
 from core.errors import (
     ConflictError,
@@ -33,7 +34,6 @@ from core.errors import (
     UnavailableError,
     UnprocessableError,
 )
-from core.events import MessagesChanged
 from core.host import Host
 from core.translations import Language
 from core.version import __version__

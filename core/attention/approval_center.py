@@ -14,9 +14,9 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.changes import TaskChanged
 from core.clock import Clock
 from core.delivery.outbox import Outbox
-from core.events import TaskChanged
 from core.ids import new_id
 from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows

@@ -29,9 +29,9 @@ from core.bots.validation import (
 )
 from core.bots.views import BotUpdate, BotView, ConnectionCheck, ModelPreset
 from core.bus import EventBus
+from core.changes import BotsChanged
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError, UnavailableError
-from core.events import BotsChanged
 from core.ids import new_id
 from core.store import bots as bot_rows
 from core.store.bots import BotRecord

@@ -1,6 +1,6 @@
 """The bots as the desktop window reads them (implements `core.bots.facade.BotFacade`): BotService's reads
 and commands, plus each bot's sidebar activity from a reader built over tasks, needs-you and chat
-(`core.bots.activity`). Composed by the host once all of those exist, so BotService itself knows none."""
+(`core.sidebar_state`). Composed by the host once all of those exist, so BotService itself knows none."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ messages go."""
 from __future__ import annotations
 
 from core.bus import EventBus
+from core.changes import ConversationsChanged
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError
-from core.events import ConversationsChanged
 from core.ids import new_id
 from core.store import conversations as conv_rows
 from core.store.database import Database

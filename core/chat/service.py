@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
-from core.activity import ActivityLog
+from core.activity_steps import ActivityLog, ActivityStep
 from core.agent import events as ev
 from core.agent.model_config import RetryPolicy
 from core.agent.session_spec import SessionSpec
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.changes import ConversationsChanged, LiveReplyChanged, MessagesChanged
 from core.chat.ports import ChatToolSource, TaskChips
 from core.chat.views import (
-    ActivityStep,
     ConversationView,
     LiveReply,
     MessageState,
@@ -33,7 +33,6 @@ from core.chat.views import (
 )
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError
-from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged
 from core.ids import chat_session_id, new_id
 from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows

@@ -5,46 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-StepKind = Literal["model", "tool", "job", "note"]
+from core.activity_steps import ActivityStep
+
 MessageRole = Literal["user", "assistant", "error", "notice"]
 MessageState = Literal["queued", "taken", "answered", "done", "cancelled", "error"]
-
-
-@dataclass(frozen=True, slots=True)
-class ActivityStep:
-    """One folded step of a reply's 处理过程: a model response, a tool call, a job, or a note."""
-
-    kind: StepKind
-    title: str
-    detail: str = ""
-    ok: bool = True
-    duration_ms: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "title": self.title,
-            "detail": self.detail,
-            "ok": self.ok,
-            "duration_ms": self.duration_ms,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> ActivityStep:
-        kind = str(data.get("kind", "note"))
-        return cls(
-            kind=kind if kind in ("model", "tool", "job", "note") else "note",  # type: ignore[arg-type]
-            title=str(data.get("title", "")),
-            detail=str(data.get("detail", "")),
-            ok=bool(data.get("ok", True)),
-            duration_ms=int(str(data.get("duration_ms", 0))),
-            tokens_in=int(str(data.get("tokens_in", 0))),
-            tokens_out=int(str(data.get("tokens_out", 0))),
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,11 +23,11 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.changes import AttentionChanged, ConversationsChanged, MessagesChanged
 from core.channels.channel import DESKTOP, shape
 from core.channels.registry import capabilities_of
 from core.clock import Clock
 from core.delivery.policy import ConversationFacts, Decision, Pending, QuietHours, decide, retry_at
-from core.events import AttentionChanged, ConversationsChanged, MessagesChanged
 from core.store import approvals as approval_rows
 from core.store import bots as bot_rows
 from core.store import conversations as conv_rows

@@ -15,8 +15,7 @@ from datetime import datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from core.activity import dropped_count
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep, dropped_count
 from core.cost.prices import Cost, format_cost
 from core.delivery.outbox import local_zone
 from core.export.redaction import redact_multiline

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session
 
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.changes import RuleChanged
 from core.chat.destination import conversation_for
 from core.clock import Clock
 from core.delivery.outbox import local_zone
 from core.errors import NotFoundError
-from core.events import RuleChanged
 from core.ids import new_id
 from core.rules.month_budget import MONTH_RAISE_USD, MonthBudget
 from core.rules.run_log import RUN_LOG_PAGE
@@ -95,7 +95,7 @@ class RuleCommands:
 
         Results go to `conversation_id`, else to the bot's most recent conversation, else to a new one.
         `trigger` is `{kind: "schedule"}` (the default) or `{kind: "event", source, filter?}`; an event rule
-        never fires from its schedule (RuleEvents starts it)."""
+        never fires from its schedule (EventTriggers starts it)."""
         checked_title = check_title(title)
         checked_trigger = check_trigger(trigger) if trigger is not None else dict(SCHEDULE_TRIGGER)
         checked_instruction = check_instruction(instruction)

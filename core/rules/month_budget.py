@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.changes import RuleChanged
 from core.clock import Clock
 from core.cost.meter import reached_budget
 from core.errors import NotFoundError
-from core.events import RuleChanged
 from core.rules.month import month_key, month_start, next_month_start
 from core.rules.schedule import next_fire
 from core.rules.stored_schedule import stored_schedule

@@ -8,9 +8,9 @@ import json
 
 from sqlalchemy.orm import Session
 
+from core.activity_steps import ActivityStep
 from core.agent.sandbox import Preset
 from core.bots.service import BotService
-from core.chat.views import ActivityStep
 from core.errors import NotFoundError
 from core.rules.views import RunLogEntry, run_line
 from core.store import rules as rule_rows

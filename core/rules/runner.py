@@ -36,11 +36,11 @@ from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import SessionKind, ToolContext, ToolError, ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.changes import RuleChanged
 from core.clock import Clock
 from core.cost.meter import CostMeter, RunCost, reached_budget
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
-from core.events import RuleChanged
 from core.ids import new_id
 from core.rules import prompts
 from core.rules.schedule import grace_s, parse_schedule
@@ -358,7 +358,7 @@ class RuleRunner:
         self._driver.hold(run_id, waiting)
 
     async def fire_event(self, rule_id: str) -> str:
-        """An event matched the rule's trigger (RuleEvents): a run with cause `event`, in the rule's mode."""
+        """An event matched the rule's trigger (EventTriggers): a run with cause `event`, in the rule's mode."""
         rule = await self._rule(rule_id)
         if rule.mode == "off" or rule.paused_reason:
             raise ConflictError(f"Rule {rule_id!r} is {'paused' if rule.paused_reason else 'off'}.")

@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.changes import RuleChanged
 from core.clock import Clock
 from core.delivery.outbox import local_zone
 from core.errors import NotFoundError
-from core.events import RuleChanged
 from core.rules.month_budget import MonthBudget, MonthBudgets, month_costs
 from core.rules.run_log import RUN_LOG_PAGE, RunLog, log_entry
 from core.rules.schedule import preview

@@ -8,9 +8,9 @@ import logging
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.changes import RuleChanged
 from core.clock import Clock
 from core.errors import InvalidInputError
-from core.events import RuleChanged
 from core.ids import new_id
 from core.rules.runner import RULE_PREFIX, RuleRunner
 from core.rules.schedule import parse_schedule

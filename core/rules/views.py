@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep
 from core.translations import as_language, has_text, text
 
 

@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from core.activity import ActivityLog
+from core.activity_steps import ActivityLog
 from core.cost.meter import RunCost
 from core.runs.running_time import RunningTime
 from core.tasks.report import Report

@@ -14,11 +14,11 @@ from sqlalchemy.orm import Session
 
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.changes import MessagesChanged, TaskChanged
 from core.chat.destination import conversation_for
 from core.clock import Clock
 from core.cost.budget_answer import parse_budget_answer
 from core.errors import ConflictError, InvalidInputError, NotFoundError
-from core.events import MessagesChanged, TaskChanged
 from core.ids import new_id
 from core.store import conversations as conv_rows
 from core.store import messages as msg_rows

@@ -8,8 +8,8 @@ from typing import Any
 
 from core.agent.tool_api import ToolError
 from core.bus import EventBus
+from core.changes import TaskChanged
 from core.clock import Clock
-from core.events import TaskChanged
 from core.store import tasks as task_rows
 from core.store.database import Database
 from core.tasks.questions import TaskQuestions

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.changes import TaskChanged
 from core.delivery.outbox import Outbox
-from core.events import TaskChanged
 from core.store import tasks as task_rows
 from core.store.database import Database
 from core.store.deliveries import DeliveryPurpose, DeliveryRecord

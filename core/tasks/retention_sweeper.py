@@ -25,8 +25,8 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.changes import TaskChanged
 from core.clock import Clock
-from core.events import TaskChanged
 from core.store import retention as retention_rows
 from core.store.chunks import chunked
 from core.store.database import Database

@@ -25,9 +25,9 @@ from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import ToolSpec
 from core.bots.service import BotService
 from core.bus import EventBus
+from core.changes import RunStepAdded, TaskChanged
 from core.clock import Clock
 from core.cost.meter import CostMeter, RunCost, reached_budget
-from core.events import RunStepAdded, TaskChanged
 from core.ids import new_id
 from core.runs.driver import RunDriver
 from core.runs.live_run import LiveRun

@@ -31,7 +31,7 @@ _PRIORITY_BY_CAUSE: dict[str, Priority] = {
     "recover": Priority.RECOVERY,
     "schedule": Priority.RULE_RUN,
     "manual": Priority.RULE_RUN,
-    "event": Priority.RULE_RUN,  # a rule started by an event trigger (RuleEvents)
+    "event": Priority.RULE_RUN,  # a rule started by an event trigger (EventTriggers)
 }
 
 

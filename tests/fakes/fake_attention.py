@@ -29,9 +29,9 @@ from core.attention.items import (
 )
 from core.attention.routing import AnswerError
 from core.bus import EventBus
+from core.changes import TaskChanged
 from core.chat.views import MessageView, QuestionCard
 from core.errors import ConflictError, NotFoundError, UnprocessableError
-from core.events import TaskChanged
 from core.tasks.language import language_of, pushed
 from tests.fakes.fake_chat import FakeChatFacade
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from core.bots.views import BotActivity, BotUpdate, BotView, ConnectionCheck, ModelPreset
 from core.bus import EventBus
+from core.changes import BotsChanged
 from core.errors import InvalidInputError, NotFoundError
-from core.events import BotsChanged
 from core.preferences import LANGUAGE_CHOICES, THEME_CHOICES, Preferences, PreferencesUpdate
 
 _HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")

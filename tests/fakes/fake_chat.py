@@ -8,9 +8,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from core.activity_steps import ActivityStep
 from core.bus import EventBus
+from core.changes import ConversationsChanged, LiveReplyChanged, MessagesChanged, TaskChanged
 from core.chat.views import (
-    ActivityStep,
     ConversationView,
     LiveReply,
     MessageRole,
@@ -19,7 +20,6 @@ from core.chat.views import (
     QuestionCard,
     TaskChip,
 )
-from core.events import ConversationsChanged, LiveReplyChanged, MessagesChanged, TaskChanged
 
 
 class FakeChatFacade:

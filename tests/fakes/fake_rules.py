@@ -18,10 +18,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from core.activity_steps import ActivityStep
 from core.bus import EventBus
-from core.chat.views import ActivityStep
+from core.changes import RuleChanged
 from core.errors import NotFoundError
-from core.events import RuleChanged
 from core.rules.schedule import Schedule, fire_times, iso_local, next_fire, parse_schedule, words
 from core.rules.validation import check_instruction, check_kind, check_mode, check_new_mode, check_title
 from core.rules.views import RuleView, RunLogEntry

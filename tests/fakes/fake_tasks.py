@@ -19,11 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.activity import dropped_note
+from core.activity_steps import ActivityStep, dropped_note
 from core.bus import EventBus
-from core.chat.views import ActivityStep, TaskChip
+from core.changes import TaskChanged
+from core.chat.views import TaskChip
 from core.errors import InvalidInputError, NotFoundError
-from core.events import TaskChanged
 from core.tasks.stage import ALL_STAGES, Stage
 from core.tasks.views import RunView, TaskDetail, TaskView
 from tests.fakes.fake_chat import FakeChatFacade

@@ -236,7 +236,7 @@ async def test_conversation_history_survives_a_new_host_on_the_same_data_dir(
 
 
 async def test_a_long_poll_wakes_for_a_reply_stored_while_its_first_read_ran(host: Host) -> None:
-    from core.events import MessagesChanged
+    from core.changes import MessagesChanged
     from core.store import messages as msg_rows
 
     async with running_api(host) as client:

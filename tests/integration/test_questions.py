@@ -254,7 +254,7 @@ async def test_a_delivery_that_keeps_failing_shows_in_needs_you(host: Host, scri
 async def test_a_stuck_delivery_that_goes_out_announces_that_needs_you_changed(host: Host) -> None:
     """The window's needs-you list re-reads on AttentionChanged; a delivery leaving its 没送达 row behind
     changes no task, so without it the row would stay on screen."""
-    from core.events import AttentionChanged
+    from core.changes import AttentionChanged
     from core.store import deliveries as delivery_rows
 
     async with running_api(host) as client:

@@ -17,8 +17,8 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.changes import TaskChanged
 from core.clock import FakeClock
-from core.events import TaskChanged
 from core.ids import new_id
 from core.store import approvals, bots, conversations, deliveries, run_inputs, runs, tasks
 from core.store import retention as retention_rows

@@ -327,9 +327,9 @@ async def test_an_event_starts_a_run_of_each_matching_event_rule_and_of_no_other
     assert bad.status_code == 400 and "trigger.source" in json.dumps(bad.json())
 
     script.add(WHO, [report("done", "pushed", message="a/b 有新提交"), Reply.text("ok")])
-    started = await rules_host.rule_events.emit("github", {"repo": "a/b", "action": "push"})
+    started = await rules_host.event_triggers.emit("github", {"repo": "a/b", "action": "push"})
     assert len(started) == 1
     log = await wait_ended(rules_host, client, matching["id"])
     assert [(e["id"], e["cause"], e["outcome"]) for e in log] == [(started[0], "event", "done")]
     assert await run_log(client, other["id"]) == [] and await run_log(client, scheduled["id"]) == []
-    assert await rules_host.rule_events.emit("gitlab", {"repo": "a/b"}) == []
+    assert await rules_host.event_triggers.emit("gitlab", {"repo": "a/b"}) == []

@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
+from core.changes import RuleChanged
 from core.clock import FakeClock
 from core.delivery.outbox import local_zone
-from core.events import RuleChanged
 from core.host import Host
 from tests.integration.rule_api import DAILY_8, NOW
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
+from core.changes import RunStepAdded
 from core.clock import FakeClock
-from core.events import RunStepAdded
 from core.host import Host
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.integration.host_fixtures import make_host, running_api

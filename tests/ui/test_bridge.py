@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.bus import EventBus
-from core.events import (
+from core.changes import (
     AttentionChanged,
     BotsChanged,
     ConversationsChanged,

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QPushButton, QWidget
 
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.ui.conftest import wait_until
 from ui import i18n

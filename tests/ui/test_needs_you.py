@@ -13,8 +13,8 @@ from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
 from core.bus import EventBus
+from core.changes import TaskChanged
 from core.errors import UnprocessableError
-from core.events import TaskChanged
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade

@@ -13,9 +13,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
+from core.activity_steps import ActivityStep
 from core.bus import EventBus
-from core.chat.views import ActivityStep
-from core.events import RuleChanged
+from core.changes import RuleChanged
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_rules import FakeRuleFacade

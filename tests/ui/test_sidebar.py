@@ -11,8 +11,8 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QToolButton
 from pytestqt.qtbot import QtBot
 
-from core.bots.activity import BotActivityReader
 from core.bots.views import BotActivity, BotUpdate
+from core.sidebar_state import BotActivityReader
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
@@ -24,7 +24,7 @@ from ui.main_window import MainWindow
 
 class LiveBots(FakeBotFacade):
     """The fake bots, with their activity derived from the fake tasks, needs-you and chat the way the host
-    derives it (core.bots.activity), so an avatar follows a task without a test setting its state."""
+    derives it (core.sidebar_state), so an avatar follows a task without a test setting its state."""
 
     def __init__(self, chat: FakeChatFacade, tasks: FakeTaskFacade, attention: FakeAttentionFacade) -> None:
         super().__init__(chat.bus)

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QPushButton
 from pytestqt.qtbot import QtBot
 
 from core.bus import EventBus
-from core.events import TaskChanged
+from core.changes import TaskChanged
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade, run
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec

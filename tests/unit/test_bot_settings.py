@@ -21,11 +21,11 @@ from core.bots.settings_changes import settings_changes
 from core.bots.views import BotActivity, BotUpdate, BotView
 from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
+from core.changes import BotsChanged
 from core.clock import FakeClock
 from core.delivery.outbox import conversation_facts
 from core.delivery.policy import Pending, QuietHours, decide
 from core.errors import InvalidInputError, NotFoundError, UnavailableError
-from core.events import BotsChanged
 from core.preferences import Preferences, PreferencesUpdate
 from core.preferences_service import PreferencesService, stored_preferences
 from core.store import bots as bot_rows

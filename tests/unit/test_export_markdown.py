@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from core.chat.views import ActivityStep
+from core.activity_steps import ActivityStep
 from core.export.redaction import REDACTED
 from core.export.rule_markdown import rule_markdown
 from core.export.task_markdown import task_markdown

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from core.activity import MAX_STEPS, ActivityLog, dropped_count, dropped_note
+from core.activity_steps import MAX_STEPS, ActivityLog, ActivityStep, dropped_count, dropped_note
 from core.agent import events as ev
-from core.chat.views import ActivityStep
 
 
 def test_a_tool_call_and_its_result_make_one_step_with_the_command_in_its_title() -> None:

@@ -1,5 +1,5 @@
 """Event triggers (P3 §4 "Triggers"): the extension point only. A rule whose trigger is
-`{kind: "event", source, filter?}` is started by `RuleEvents.emit(source, event)` and runs through the same
+`{kind: "event", source, filter?}` is started by `EventTriggers.emit(source, event)` and runs through the same
 observe/act path as a scheduled run, with cause `event`. No event source is built yet."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def matches(rule: RuleView, source: str, event: Mapping[str, object]) -> bool:
     return all(key in event and event[key] == value for key, value in expected.items())
 
 
-class RuleEvents:
+class EventTriggers:
     def __init__(self, rules: RuleService, runner: RuleRunner) -> None:
         self._rules = rules
         self._runner = runner

@@ -1,14 +1,54 @@
-"""Activity steps (处理过程, P3 §6) built from agent events.
-
-One step per model response, tool call and job."""
+"""Activity steps (处理过程, P3 §6): the folded steps of a reply or a run, and how they are built from agent
+events. One step per model response, tool call and job."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from typing import Literal
 
 from core.agent import events as ev
-from core.chat.views import ActivityStep
+
+StepKind = Literal["model", "tool", "job", "note"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityStep:
+    """One folded step of a reply's 处理过程: a model response, a tool call, a job, or a note."""
+
+    kind: StepKind
+    title: str
+    detail: str = ""
+    ok: bool = True
+    duration_ms: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "detail": self.detail,
+            "ok": self.ok,
+            "duration_ms": self.duration_ms,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> ActivityStep:
+        kind = str(data.get("kind", "note"))
+        return cls(
+            kind=kind if kind in ("model", "tool", "job", "note") else "note",  # type: ignore[arg-type]
+            title=str(data.get("title", "")),
+            detail=str(data.get("detail", "")),
+            ok=bool(data.get("ok", True)),
+            duration_ms=int(str(data.get("duration_ms", 0))),
+            tokens_in=int(str(data.get("tokens_in", 0))),
+            tokens_out=int(str(data.get("tokens_out", 0))),
+        )
+
 
 MAX_STEPS = 120
 _DETAIL = 2000

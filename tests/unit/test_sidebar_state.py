@@ -1,10 +1,10 @@
-"""Each bot's sidebar state, derived from tasks, needs-you and streaming replies (core.bots.activity)."""
+"""Each bot's sidebar state, derived from tasks, needs-you and streaming replies (core.sidebar_state)."""
 
 from __future__ import annotations
 
 from core.attention.items import approval_item, failed_task_item, question_item
-from core.bots.activity import BotActivityReader
 from core.bots.views import BotActivity
+from core.sidebar_state import BotActivityReader
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade
