@@ -358,7 +358,7 @@ class RuleRunner:
         self._driver.hold(run_id, waiting)
 
     async def fire_event(self, rule_id: str) -> str:
-        """An event matched the rule's trigger (EventTriggers): a run with cause `event`, in the rule's mode."""
+        """An event matched the rule's trigger (EventTriggers): a run with cause `event`, in its mode."""
         rule = await self._rule(rule_id)
         if rule.mode == "off" or rule.paused_reason:
             raise ConflictError(f"Rule {rule_id!r} is {'paused' if rule.paused_reason else 'off'}.")
