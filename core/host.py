@@ -25,7 +25,7 @@ from core.bots.secret_store import SecretStore
 from core.bots.service import BackgroundSettingsChanged, BotService
 from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
-from core.changes import BotsChanged
+from core.changes import AttentionChanged, BotsChanged
 from core.chat.ports import LiveTurns
 from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
@@ -268,6 +268,7 @@ class Host:
             return
         self._spawn(self.tasks.runner.reserve_changed(bot_id))
         self.bus.publish(BotsChanged())
+        self.bus.publish(AttentionChanged())
 
     def _spawn(self, work: Coroutine[object, object, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

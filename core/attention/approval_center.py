@@ -14,7 +14,7 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
-from core.changes import TaskChanged
+from core.changes import AttentionChanged, TaskChanged
 from core.clock import Clock
 from core.delivery.outbox import Outbox
 from core.ids import new_id
@@ -288,4 +288,5 @@ class ApprovalCenter:
         return None
 
     def _changed(self, task_id: str) -> None:
-        self._bus.publish(TaskChanged(task_id))
+        """A task's question or approval shows in its detail too; a chat's or a rule run's only in needs-you."""
+        self._bus.publish(TaskChanged(task_id) if task_id else AttentionChanged())

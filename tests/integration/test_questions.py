@@ -449,12 +449,18 @@ async def test_the_chat_agent_asks_the_user_and_its_turn_goes_on_with_the_answer
             Reply.text("OK, I will keep the backups."),
         ],
     )
+    from core.changes import AttentionChanged, TaskChanged
+
+    notices: list[object] = []
+    host.bus.subscribe(notices.append)
     async with running_api(host) as client:
         cid = (await client.post("/api/conversations", json={})).json()["id"]
         await client.post(f"/api/conversations/{cid}/messages", json={"text": "clean up my disk"})
         await asked(host, client, cid, "Delete the 3 old backups too?")
         [item] = (await client.get("/api/attention")).json()["items"]
         assert (item["kind"], item["conversationId"], item["options"]) == ("question", cid, ["Yes", "No"])
+        # The window's needs-you list re-reads on this; no task changed.
+        assert AttentionChanged() in notices and TaskChanged("") not in notices
         r = await client.post(f"/api/attention/{item['id']}/answer", json={"answer": "2"})
         assert r.status_code == 200
 
