@@ -288,5 +288,5 @@ class ApprovalCenter:
         return None
 
     def _changed(self, task_id: str) -> None:
-        """A task's question or approval shows in its detail too; a chat's or a rule run's only in needs-you."""
+        """A task's question or approval shows in its detail too; a chat's or rule run's only in needs-you."""
         self._bus.publish(TaskChanged(task_id) if task_id else AttentionChanged())
