@@ -27,15 +27,14 @@ from core.store.database import Database
 from core.store.rules import RuleRecord
 from core.store.runs import RunMode
 from core.tasks.language import language_of
+from core.translations import has_text, text
 
 log = logging.getLogger(__name__)
 
 TASK_TTL_S = 12 * 3600.0
 CHAT_TTL_S = 10 * 60.0
 RULE_TTL_S = 3600.0
-TIMEOUT_ERROR = "批准超时"
-
-ACTION_ZH = {"recursive delete": "递归删除", "write outside the workspace": "在工作区外写入"}
+TIMEOUT_ERROR = text("zh", "approval.timeout")
 
 
 class TaskRunApprovals(Protocol):
@@ -124,12 +123,12 @@ class ApprovalCenter:
 
         await self._db.write(insert)
         future = self._register(approval_id)
-        if language_of(title or detail) == "zh":
-            where = (f"规则「{title}」" if rule_run_id else f"任务「{title}」") if title else "聊天"
-            ask = f"需批准({where}):{ACTION_ZH.get(action, action)} `{detail}`"
-        else:
-            where = (f"rule “{title}”" if rule_run_id else f"task “{title}”") if title else "chat"
-            ask = f"Approval needed ({where}): {action} `{detail}`"
+        lang = language_of(title or detail)
+        where = ("rule" if rule_run_id else "task") if title else "chat"
+        action_key = "approval.action." + action.replace(" ", "_")
+        words = text(lang, action_key) if has_text(action_key) else action
+        place = text(lang, f"approval.where.{where}", title=title)
+        ask = text(lang, "approval.ask", where=place, action=words, detail=detail)
         await self._outbox.push(
             delivery_id=f"{approval_id}:ask",
             bot_id=bot_id,

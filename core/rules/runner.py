@@ -56,6 +56,7 @@ from core.store.runs import RunCause, RunMode, RunOutcome, RunRecord
 from core.tasks.language import language_of
 from core.tasks.report import Report, validate_report
 from core.tasks.tools import TaskReportArgs
+from core.translations import text
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -66,7 +67,7 @@ log = logging.getLogger(__name__)
 RULE_PREFIX = "rule-"
 PREVIOUS_REPORTS = 3
 RUN_CAP_S = 15 * 60.0  # P3 §8: a rule run's running time
-OVER_TIME = "运行超过 15 分钟,已停下"
+OVER_TIME = text("zh", "rule_run.over_time")
 OVER_BUDGET = "这次运行超过预算 ${budget:.2f},已停下"
 INTERRUPTED = "Errand restarted"
 APPROVAL_TIMEOUT = "批准超时"
@@ -566,20 +567,14 @@ class RuleRunner:
 
 def paused_text(title: str, instruction: str, reason: str) -> str:
     """The one pushed line for a rule paused after failures, in the language of the user's words."""
-    if language_of(instruction) == "zh":
-        return f"规则「{title}」连续失败 {FAILURES_TO_PAUSE} 次,已暂停:{reason or '没有给出原因'}"
-    why = reason or "no reason given"
-    return f"Rule “{title}” failed {FAILURES_TO_PAUSE} times in a row and is paused: {why}"
+    lang = language_of(instruction)
+    why = reason or text(lang, "rule_push.no_reason")
+    return text(lang, "rule_push.paused", title=title, count=FAILURES_TO_PAUSE, reason=why)
 
 
 def month_budget_text(title: str, instruction: str, budget_usd: float) -> str:
     """The one pushed line for a rule paused at its monthly budget, in the language of the user's words."""
-    if language_of(instruction) == "zh":
-        return f"规则「{title}」本月预算约 ${budget_usd:.2f} 已用完,已暂停,下月 1 日恢复"
-    return (
-        f"Rule “{title}” used its monthly budget of about ${budget_usd:.2f} and is paused until the 1st; "
-        "raise it in Needs you"
-    )
+    return text(language_of(instruction), "rule_push.month_budget", title=title, budget=budget_usd)
 
 
 def _report_of(run: RunRecord) -> Report | None:

@@ -43,6 +43,7 @@ from core.runs.running_time import RunningTime, reach_cap
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
 from core.store.database import Database
+from core.translations import text
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -52,7 +53,7 @@ log = logging.getLogger(__name__)
 
 W = TypeVar("W")
 
-NO_RESULT = "没有给出结果"
+NO_RESULT = text("zh", "run.no_result")
 # Inputs kept in `run_inputs` have ids like this; the others (a rule's start, its nudge) exist only in the
 # session, so there is no row to mark taken.
 STORED_INPUT_PREFIX = "i_"

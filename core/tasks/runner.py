@@ -45,6 +45,7 @@ from core.tasks.report import Report
 from core.tasks.slots import Priority, SlotError, Slots, pick, priority_of
 from core.tasks.slots import QueuedRun as SlotRequest
 from core.tasks.withdraw import withdraw_open_questions
+from core.translations import text
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -56,8 +57,8 @@ log = logging.getLogger(__name__)
 
 TASK_RETRY = RetryPolicy(delays_s=(15.0, 30.0, 60.0))  # P3 §11
 RUN_CAP_S = 4 * 3600.0  # P3 §8: running time per task run, time waiting on a person excluded
-OVER_TIME = "运行超过 4 小时,已停下"
-RESERVE_PAUSE = "机器人余额留给聊天,暂停"
+OVER_TIME = text("zh", "run.over_time")
+RESERVE_PAUSE = text("zh", "run.reserve_pause")
 RESUME_NOTE = (
     "[Paused while the bot's remaining balance was kept for chat; it is available again] "
     "Continue where you left off."
