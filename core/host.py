@@ -10,6 +10,7 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,10 +39,11 @@ from core.rules.chat_tools import rule_create_tool
 from core.rules.commands import RuleCommands
 from core.rules.event_triggers import EventTriggers
 from core.rules.month_budget import RulePausedAtBudget
-from core.rules.runner import RuleRunner
+from core.rules.runner import RULE_LIMITS, RuleRunner
 from core.rules.scheduler import Scheduler
 from core.rules.service import RuleService
 from core.rules.timeline import StoredTimeline
+from core.runs.spending import RunSpending
 from core.sidebar_state import BotActivityReader
 from core.store.database import Database
 from core.tasks.prompts import CHAT_RULE_RULES, CHAT_TASK_RULES
@@ -130,10 +132,8 @@ class Host:
             self.outbox,
             self.rule_service,
             self.tasks.runner,
-            retry=task_retry or TASK_RETRY,
-            meter=meter,
-            on_cost=self.reserve.record_spend,
-            reserve_low=self.reserve.is_low,
+            spending=RunSpending(meter, self.reserve.record_spend, self.reserve.is_low),
+            limits=replace(RULE_LIMITS, retry=task_retry or TASK_RETRY),
         )
         self.scheduler = Scheduler(
             StoredTimeline(self.db, self.bus, self.clock, self.rule_service, self.rule_runner), self.clock

@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 from sqlalchemy.orm import Session
 
-from core.agent.model_config import DEFAULT_RETRY, RetryPolicy
+from core.agent.model_config import DEFAULT_RETRY
 from core.agent.sandbox import Permission, Preset
 from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import SessionKind, ToolContext, ToolError, ToolSpec
@@ -38,16 +38,17 @@ from core.bots.service import BotService
 from core.bus import EventBus
 from core.changes import RuleChanged
 from core.clock import Clock
-from core.cost.meter import CostMeter, RunCost, reached_budget
+from core.cost.meter import RunCost, reached_budget
 from core.delivery.outbox import Outbox
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
 from core.ids import new_id
 from core.rules import prompts
 from core.rules.schedule import grace_s, parse_schedule
 from core.rules.service import FAILURES_TO_PAUSE, RuleService
-from core.runs.driver import RunDriver
+from core.runs.background_runner import BackgroundRunner
 from core.runs.live_run import LiveRun
-from core.runs.policy import SETTLE_LIMIT_S, Ending, SettleLimit, TimeCap
+from core.runs.policy import SETTLE_LIMIT_S, Ending, RunLimits, SettleLimit, TimeCap
+from core.runs.spending import RunSpending
 from core.store import rules as rule_rows
 from core.store import runs as run_rows
 from core.store.database import Database
@@ -68,6 +69,9 @@ RULE_PREFIX = "rule-"
 PREVIOUS_REPORTS = 3
 RUN_CAP_S = 15 * 60.0  # P3 §8: a rule run's running time
 OVER_TIME = text("zh", "rule_run.over_time")
+RULE_LIMITS = RunLimits(
+    DEFAULT_RETRY, TimeCap(RUN_CAP_S, OVER_TIME), SettleLimit(SETTLE_LIMIT_S, prompts.SETTLE_LIMIT_NOTE)
+)
 OVER_BUDGET = "这次运行超过预算 ${budget:.2f},已停下"
 INTERRUPTED = "Errand restarted"
 APPROVAL_TIMEOUT = "批准超时"
@@ -268,7 +272,7 @@ class RuleRunPolicy:
         self.bus.publish(RuleChanged(rule.id))
 
 
-class RuleRunner:
+class RuleRunner(BackgroundRunner[RuleWork]):
     def __init__(
         self,
         db: Database,
@@ -279,21 +283,11 @@ class RuleRunner:
         rules: RuleService,
         lane: RuleLane,
         *,
-        retry: RetryPolicy = DEFAULT_RETRY,
-        settle_limit_s: float = SETTLE_LIMIT_S,
-        meter: CostMeter | None = None,
-        run_cap_s: float = RUN_CAP_S,
-        on_cost: Callable[[str, float], None] = lambda _bot, _usd: None,
-        reserve_low: Callable[[str], bool] = lambda _bot: False,
+        spending: RunSpending,
+        limits: RunLimits = RULE_LIMITS,
     ) -> None:
-        self._db = db
-        self._bus = bus
-        self._clock = clock
-        self._bots = bots
         self._outbox = outbox
         self._lane = lane
-        self._retry = retry
-        self._reserve_low = reserve_low
         self._policy = RuleRunPolicy(
             db,
             bus,
@@ -301,11 +295,10 @@ class RuleRunner:
             outbox,
             rules,
             lane,
-            TimeCap(run_cap_s, OVER_TIME),
-            SettleLimit(settle_limit_s, prompts.SETTLE_LIMIT_NOTE),
+            limits.time_cap,
+            limits.settle,
         )
-        self._driver = RunDriver(db, clock, self._policy, meter=meter, on_cost=on_cost)
-        self._runtime: AgentRuntime | None = None
+        super().__init__(db, bus, clock, bots, self._policy, spending, limits.retry)
         self._queue_lock = asyncio.Lock()
 
     # ---- lifecycle ----------------------------------------------------------------------------------
@@ -313,7 +306,6 @@ class RuleRunner:
     async def start(self, runtime: AgentRuntime) -> None:
         """Runs left live by a previous process end `interrupted` (the schedule goes on from now; nothing is
         caught up), then queued rule runs start taking slots."""
-        self._runtime = runtime
         now = self._clock.time()
 
         def interrupt(s: Session) -> list[str]:
@@ -324,7 +316,7 @@ class RuleRunner:
 
         for rule_id in await self._db.write(interrupt):
             self._bus.publish(RuleChanged(rule_id))
-        self._driver.attach(runtime)
+        self._attach(runtime)
         self._lane.serve_rule_runs(self._start_run)
         self._lane.poke()
 

@@ -12,6 +12,7 @@ from typing import Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
+from core.agent.model_config import RetryPolicy
 from core.cost.meter import RunCost
 from core.runs.live_run import LiveRun
 from core.store.runs import RunOutcome, RunRecord
@@ -44,6 +45,16 @@ class SettleLimit:
 
     seconds: float
     note: str
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """What a run of one kind is held to: the retries of its model calls, its running-time cap and how
+    long it may settle."""
+
+    retry: RetryPolicy
+    time_cap: TimeCap
+    settle: SettleLimit
 
 
 class RunPolicy(Protocol[W]):

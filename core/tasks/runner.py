@@ -27,11 +27,12 @@ from core.bots.service import BotService
 from core.bus import EventBus
 from core.changes import RunStepAdded, TaskChanged
 from core.clock import Clock
-from core.cost.meter import CostMeter, RunCost, reached_budget
+from core.cost.meter import RunCost, reached_budget
 from core.ids import new_id
-from core.runs.driver import RunDriver
+from core.runs.background_runner import BackgroundRunner
 from core.runs.live_run import LiveRun
-from core.runs.policy import SETTLE_LIMIT_S, Ending, SettleLimit, TimeCap
+from core.runs.policy import SETTLE_LIMIT_S, Ending, RunLimits, SettleLimit, TimeCap
+from core.runs.spending import RunSpending
 from core.store import bots as bot_rows
 from core.store import run_inputs as input_rows
 from core.store import runs as run_rows
@@ -51,13 +52,16 @@ if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
     from core.agent.session import AgentSession
 
-__all__ = ["SETTLE_LIMIT_S", "TASK_PREFIX", "TASK_RETRY", "TaskRunner", "task_session_id"]
+__all__ = ["SETTLE_LIMIT_S", "TASK_LIMITS", "TASK_PREFIX", "TASK_RETRY", "TaskRunner", "task_session_id"]
 
 log = logging.getLogger(__name__)
 
 TASK_RETRY = RetryPolicy(delays_s=(15.0, 30.0, 60.0))  # P3 §11
 RUN_CAP_S = 4 * 3600.0  # P3 §8: running time per task run, time waiting on a person excluded
 OVER_TIME = text("zh", "run.over_time")
+TASK_LIMITS = RunLimits(
+    TASK_RETRY, TimeCap(RUN_CAP_S, OVER_TIME), SettleLimit(SETTLE_LIMIT_S, SETTLE_LIMIT_NOTE)
+)
 RESERVE_PAUSE = text("zh", "run.reserve_pause")
 RESUME_NOTE = (
     "[Paused while the bot's remaining balance was kept for chat; it is available again] "
@@ -231,7 +235,7 @@ class TaskRunPolicy:
         self.bus.publish(TaskChanged(task.id))
 
 
-class TaskRunner:
+class TaskRunner(BackgroundRunner[TaskWork]):
     def __init__(
         self,
         db: Database,
@@ -243,33 +247,22 @@ class TaskRunner:
         tools: Callable[[], list[ToolSpec]],
         on_finished: Finished,
         owed_pushes: OwedPushes,
-        retry: RetryPolicy = TASK_RETRY,
-        settle_limit_s: float = SETTLE_LIMIT_S,
-        meter: CostMeter | None = None,
-        run_cap_s: float = RUN_CAP_S,
-        on_cost: Callable[[str, float], None] = lambda _bot, _usd: None,
-        reserve_low: Callable[[str], bool] = lambda _bot: False,
+        spending: RunSpending,
+        limits: RunLimits = TASK_LIMITS,
     ) -> None:
-        self._db = db
-        self._bus = bus
-        self._clock = clock
-        self._bots = bots
         self._slots = slots
         self._tools = tools
-        self._retry = retry
-        self._reserve_low = reserve_low
         self._policy = TaskRunPolicy(
             db,
             bus,
             clock,
-            TimeCap(run_cap_s, OVER_TIME),
-            SettleLimit(settle_limit_s, SETTLE_LIMIT_NOTE),
+            limits.time_cap,
+            limits.settle,
             release=self.release,
             on_finished=on_finished,
             owed_pushes=owed_pushes,
         )
-        self._driver = RunDriver(db, clock, self._policy, meter=meter, on_cost=on_cost)
-        self._runtime: AgentRuntime | None = None
+        super().__init__(db, bus, clock, bots, self._policy, spending, limits.retry)
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._rule_starter: RuleStarter | None = None
@@ -277,8 +270,7 @@ class TaskRunner:
     # ---- lifecycle ----------------------------------------------------------------------------------
 
     async def start(self, runtime: AgentRuntime) -> None:
-        self._runtime = runtime
-        self._driver.attach(runtime)
+        self._attach(runtime)
         self._loop = asyncio.get_running_loop().create_task(self._schedule_loop(), name="task-scheduler")
         self.poke()
 

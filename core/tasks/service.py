@@ -10,6 +10,7 @@ runs; restart recovery is `startup_recovery`; the Outbox delivers.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.bots.service import BotService
@@ -19,6 +20,7 @@ from core.chat.views import TaskChip
 from core.clock import Clock
 from core.cost.meter import CostMeter
 from core.delivery.outbox import Outbox
+from core.runs.spending import RunSpending
 from core.store.approvals import ApprovalRecord
 from core.store.database import Database
 from core.store.run_inputs import InputKind
@@ -29,7 +31,7 @@ from core.tasks.questions import TaskQuestions
 from core.tasks.reads import TaskReads
 from core.tasks.reporting import TaskReporting
 from core.tasks.result_push import ResultPush
-from core.tasks.runner import SETTLE_LIMIT_S, TASK_RETRY, TaskRunner
+from core.tasks.runner import TASK_LIMITS, TASK_RETRY, TaskRunner
 from core.tasks.slots import SlotPolicy, Slots
 from core.tasks.tools import task_report_tool
 from core.tasks.views import TaskDetail, TaskView
@@ -58,7 +60,6 @@ class TaskService:
         reserve: SpendReserve,
         policy: SlotPolicy | None = None,
         retry: RetryPolicy = TASK_RETRY,
-        settle_limit_s: float = SETTLE_LIMIT_S,
     ) -> None:
         self._db = db
         self._outbox = outbox
@@ -74,11 +75,8 @@ class TaskService:
             tools=lambda: [task_report_tool(self)],
             on_finished=self._push.run_finished,
             owed_pushes=self._push.stage_pushes,
-            retry=retry,
-            settle_limit_s=settle_limit_s,
-            meter=meter,
-            on_cost=reserve.record_spend,
-            reserve_low=reserve.is_low,
+            spending=RunSpending(meter, reserve.record_spend, reserve.is_low),
+            limits=replace(TASK_LIMITS, retry=retry),
         )
         self.reads = TaskReads(db, clock, bots, self.runner, sessions=self._sessions)
         self.commands = TaskCommands(
