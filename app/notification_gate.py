@@ -1,5 +1,5 @@
-"""Which things may raise an OS notification (P3 §6, Web/desktop): needs-you items and results the user
-asked for, only while the window isn't focused, at most one per item.
+"""Which things may raise an OS notification (docs/push-rules.md#os-notifications): needs-you items and
+results the user asked for, only while the window isn't focused, at most one per item.
 
 Pure and Qt-free: the caller feeds it what it read (needs-you items, a delivery that may ring) and sends
 what it lets through. "At most one per item" holds for this app run: an item that leaves the list and

@@ -1,4 +1,5 @@
-"""OS notifications for needs-you items and results (P3 §6): what the gate lets through goes to a Notifier.
+"""OS notifications for needs-you items and results (docs/push-rules.md#os-notifications): what the gate lets
+through goes to a Notifier.
 
 `Notifications` re-reads the needs-you list when the bridge says it may have changed (folded: one read in
 flight, a burst becomes one more) and is handed the outbox's ringing deliveries. Sending never holds up the

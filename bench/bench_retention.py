@@ -1,4 +1,4 @@
-"""Figures for retention (issue 7 item 5, P3 §11 "Disk growth").
+"""Figures for retention (issue 7 item 5, docs/retention.md).
 Run: .venv/bin/python -m bench.bench_retention [--tasks N]
 
 10,000 simulated tasks are written into a real SQLite file: tasks, rules and questions through the store

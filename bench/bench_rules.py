@@ -1,4 +1,4 @@
-"""Figures for the rule scheduler (P3 §4). Run: .venv/bin/python -m bench.bench_rules [--quick]
+"""Figures for the rule scheduler (docs/runs.md). Run: .venv/bin/python -m bench.bench_rules [--quick]
 
 - precision: how late the Scheduler fires (fire time minus due time: median, p99, max) for 30 rules due at
   staggered times over ~60 s of real time, on the SystemClock, idle and while four background task runs

@@ -1,9 +1,10 @@
 """Figures for background tasks (issue 3). Run: .venv/bin/python -m bench.bench_tasks
 
-- chat reply latency while two tasks stream slow turns, as a ratio to idle (P3's spike: a 63 ms chat reply
-  during two 4-second task turns);
+- chat reply latency while two tasks stream slow turns, as a ratio to idle (for comparison, a spike of another
+  product: a 63 ms chat reply during two 4-second task turns);
 - `errand serve` killed with SIGKILL mid-task: process start -> the recover run's first model request;
-- memory per finished task session (P3 measured 0.25-0.45 MB per session DSH could not close).
+- memory per finished task session (for comparison, another product leaked 0.25-0.45 MB per session it could
+  not close).
 """
 
 from __future__ import annotations

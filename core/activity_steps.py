@@ -1,5 +1,5 @@
-"""Activity steps (处理过程, P3 §6): the folded steps of a reply or a run, and how they are built from agent
-events. One step per model response, tool call and job."""
+"""Activity steps (处理过程, docs/task-stages.md#activity-steps): the folded steps of a reply or a run, and
+how they are built from agent events. One step per model response, tool call and job."""
 
 from __future__ import annotations
 

@@ -105,8 +105,8 @@ class Host:
         self.bots = BotService(
             self.db, self.bus, self.clock, data_dir, secrets, model_override, held_pushes=self.outbox
         )
-        # Cost controls (P3 §8): the user's price overrides, the meter both runners price responses with,
-        # and the watcher that keeps what is left of a provider balance for chat.
+        # Cost controls (docs/cost.md): the user's price overrides, the meter both runners price responses
+        # with, and the watcher that keeps what is left of a provider balance for chat.
         self.prices = PriceBook(self.db, self.clock, self.bus)
         meter = CostMeter(self.clock, self.prices.overrides)
         self.reserve = ReserveWatcher(self.clock, bus=self.bus, bots=self._balance_sources, read=balance_read)
@@ -147,7 +147,8 @@ class Host:
             schedule=self.scheduler,
             runs=self.rule_runner,
         )
-        # Task runs' approvals wait here (P3 §7); so do rule runs': act asks (1 h), observe is refused.
+        # Task runs' approvals wait here (docs/permissions.md); so do rule runs': act asks (1 h), observe is
+        # refused.
         self.approvals = ApprovalCenter(
             self.db,
             self.bus,
@@ -183,7 +184,7 @@ class Host:
             self.bots, BotActivityReader(self.tasks, self.attention, self.chat, self.bots)
         )
         self._runtime: AgentRuntime | None = None
-        # Retention (P3 §11 "Disk growth"): archive idle tasks, prune old run logs, clean up idle folders.
+        # Retention (docs/retention.md): archive idle tasks, prune old run logs, clean up idle folders.
         self.retention = RetentionSweeper(
             self.db,
             self.clock,

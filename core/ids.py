@@ -1,4 +1,4 @@
-"""Identifier formats shared across the host (P3 gives tasks `t_<12 hex>`; other kinds follow suit)."""
+"""Identifier formats shared across the host (docs/domain.md#ids)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Each bot's sidebar state (P3 §6 "Sidebar"): its avatar ring and the one line under its name.
+"""Each bot's sidebar state (docs/attention.md#sidebar-state): its avatar ring and the one line under its
+name.
 
 `waiting` wins: something of the bot is on the needs-you list (「GPU 价格调研等你回答」, or 「3 件事等你」
 when several wait). Else `working`: a task of it is in the working group or a chat reply of it streams

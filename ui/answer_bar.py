@@ -1,5 +1,5 @@
-"""The answering part of a needs-you row and of the question card in the conversation (P3 §6: "the same card
-in the conversation and in needs you"):
+"""The answering part of a needs-you row and of the question card in the conversation
+(docs/attention.md#questions: "the same card in the conversation and in needs you"):
 
     [包月价] [按小时价] [回复…]            one button per option, then 回复… for free text
     [写下你的回答…            ] [发送]    the one-line box 回复… opens (Enter sends, Esc closes)

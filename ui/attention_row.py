@@ -1,4 +1,4 @@
-"""One needs-you row, self-contained with its actions inline (P3 §6 mock-up):
+"""One needs-you row, self-contained with its actions inline (docs/desktop.md#needs-you-view):
 
     ● GPU 价格调研 · 等你回答                                  2 分钟前
       比较包月价还是按小时价?
@@ -12,8 +12,9 @@ said under the row and the controls come back; on success the list re-reads and 
 The buttons, the reply box and the refusal are `ui.answer_bar.AnswerBar`, which the question card in the
 conversation shows too.
 
-A task stopped at its budget (P3 §8) reads 「GPU 价格调研 · 预算用完」 over 「已用 约 $1.00 / $1.00。继续还是
-停止?」, with [继续（+$1）] [停止]: the button says what 继续 gives, and still answers with the option itself.
+A task stopped at its budget (docs/cost.md#the-budget-question) reads 「GPU 价格调研 · 预算用完」 over
+「已用 约 $1.00 / $1.00。继续还是停止?」, with [继续（+$1）] [停止]: the button says what 继续 gives, and
+still answers with the option itself.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ HOUR = 3600
 RELATIVE_FOR_S = 6 * HOUR
 # Kinds whose answer is one of the options only (core.attention.items: budget, observe).
 OPTIONS_ONLY = ("task_budget", "observe_ready")
-# A task budget's options: continue (the host adds $1, P3 §8), then stop.
+# A task budget's options: continue (the host adds $1, docs/cost.md#the-budget-question), then stop.
 BUDGET_CONTINUE, BUDGET_STOP = 0, 1
 
 

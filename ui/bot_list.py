@@ -1,5 +1,5 @@
-"""A bot's row in the sidebar (P3 §6 "Sidebar"): its avatar with the state ring (green while it works,
-amber while something of it waits for you), its name, and the activity line under it
+"""A bot's row in the sidebar (docs/attention.md#sidebar-state): its avatar with the state ring (green while
+it works, amber while something of it waits for you), its name, and the activity line under it
 (「GPU 价格调研等你回答」, 「正在工作…」); when several things wait, their count in an amber badge.
 An idle bot shows only its avatar and name: nothing is drawn when healthy.
 

@@ -1,4 +1,4 @@
-"""The bot's info panel, beside the chat (P3 §6 "Bot info panel", as built in 3f): everything about "this
+"""The bot's info panel, beside the chat (docs/desktop.md#bot-panel): everything about "this
 bot", each group only when it has something:
 
     (天) 天天                      the avatar with its state ring, the name, the activity line
@@ -300,7 +300,7 @@ class BotPanel(QWidget):
         return column
 
     def _build_paused_row(self, column: QWidget) -> QWidget:
-        # Shown only while the bot's background work is paused (P3 "Manual pause"): calm, with the way back.
+        # Shown only while the bot's background work is paused (docs/domain.md#bots): calm, with the way back.
         self.paused_row = QWidget(column)
         self.paused_row.setObjectName("panelPausedRow")
         paused = QHBoxLayout(self.paused_row)
@@ -605,7 +605,8 @@ class BotPanel(QWidget):
         self.ended_toggle = None
 
     def _rule_rows(self) -> list[QWidget]:
-        """This bot's rule rows (P3 3f: after the open tasks, before 已结束); each opens its rule in place."""
+        """This bot's rule rows (docs/desktop.md#bot-panel: after the open tasks, before 已结束); each opens
+        its rule in place."""
         if self._rules is None:
             return []
         self.rule_rows = self._rules.rows(self._tasks_well, self._now())

@@ -1,4 +1,4 @@
-"""A bot's settings, as one calm page of grouped lists (P3 §6 mock-ups: a `--well` list per group, small
+"""A bot's settings, as one calm page of grouped lists (docs/desktop.md#look: a `--well` list per group, small
 labels above, state as a dot plus text):
 
     机器人      名称 · 头像
@@ -69,7 +69,8 @@ PERMISSION_PRESETS: tuple[str, ...] = ("read-only", "workspace-write", "full")
 CUSTOM = "custom"
 AVATAR_PREVIEW = 40
 SWATCH = 22
-# The calm default (P3 §6) offered again when quiet hours are turned back on after being off.
+# The calm default (docs/push-rules.md#quiet-hours) offered again when quiet hours are turned back on after
+# being off.
 DEFAULT_QUIET = ("22:00", "08:00")
 
 

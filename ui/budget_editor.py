@@ -1,4 +1,5 @@
-"""The task detail's 预算 (P3 §6 3f: 「约 $0.08 / $1.00」 with 改; §8: adjustable when created or later):
+"""The task detail's 预算 (docs/desktop.md#task-detail: 「约 $0.08 / $1.00」 with 改;
+docs/cost.md#task-budget: adjustable when created or later):
 
     预算
     约 $0.08 / $1.00                                   改

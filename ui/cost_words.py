@@ -1,4 +1,4 @@
-"""How money reads in the desktop UI (P3 §8): 「约 $0.08 / $1.00」, 「不到 $0.01」, 「未定价」.
+"""How money reads in the desktop UI (docs/cost.md): 「约 $0.08 / $1.00」, 「不到 $0.01」, 「未定价」.
 
 Amounts are estimates, so they say 约 / "about" (`core.cost.prices.format_cost`). Costs priced in another
 currency (a user's own price for a model) are said after the USD amount, never added to it; calls with no

@@ -1,4 +1,4 @@
-"""导出 on a task's or a rule's detail (P3 §6 3f, "Auditing a rule": exportable as Markdown).
+"""导出 on a task's or a rule's detail (docs/retention.md#markdown-export).
 
 A click asks where to save (a non-modal save dialog, suggesting `<title>.md` in Documents or the home
 folder), then reads the Markdown from the facade and writes the file off the UI thread. Nothing waits on

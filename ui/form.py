@@ -1,6 +1,6 @@
-"""The building blocks of Errand's settings pages and dialogs (P3 §6 look: a small label over a `--well`
-list of rows): `Section`, `FieldRow`, `Switch`, `Combo`, the small inputs and buttons, the words for a
-refused field, and the footer every dialog ends with (the error line over Cancel and the confirm button).
+"""The building blocks of Errand's settings pages and dialogs (docs/desktop.md#look: a small label over a
+`--well` list of rows): `Section`, `FieldRow`, `Switch`, `Combo`, the small inputs and buttons, the words for
+a refused field, and the footer every dialog ends with (the error line over Cancel and the confirm button).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""需要你 / Needs you: everything that waits for a person, in one place (P3 §6 mock-up).
+"""需要你 / Needs you: everything that waits for a person, in one place (docs/desktop.md#needs-you-view).
 
 The page shows the rows in the order the core gives them, each with its actions inline (see
 `ui.attention_row`). The window reads the list (one read feeds both the sidebar's count and this page) and

@@ -1,5 +1,5 @@
-"""「新任务」: start background work by hand, the way the chat's task_start does (P3 §3, "the desktop 'new
-task' button creates a task the same way"):
+"""「新任务」: start background work by hand, the way the chat's task_start does
+(docs/chat.md#starting-a-task-from-chat):
 
     标题        [可不填，会从要做的事里取            ]
     要做的事    [                                   ]

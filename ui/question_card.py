@@ -1,5 +1,6 @@
 """The card under a task's question (or an approval) in the conversation: the same answering parts as its
-needs-you row (P3 §6 "the same card in the conversation and in needs you"), from `ui.answer_bar`.
+needs-you row (docs/attention.md#questions: "the same card in the conversation and in needs you"), from
+`ui.answer_bar`.
 
     「GPU 价格调研」想问你:比较包月价还是按小时价?        the message's own text
     ┌──────────────────────────────────────────┐

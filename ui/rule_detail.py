@@ -1,4 +1,4 @@
-"""One rule, opened in place in the bot panel (P3 §6 "Rule detail"; "What the user can always see": the
+"""One rule, opened in place in the bot panel (docs/desktop.md#rule-detail: the
 user's words, the schedule in words, the mode, the next run and the run log):
 
     每天 08:00 · 看 X 价格
@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 
 # The user's words are shown whole unless they run to pages.
 WORDS_LIMIT = 1200
-# One page of the log; older runs are in the export (P3: kept 30 days).
+# One page of the log; older runs are in the export (kept 30 days: docs/retention.md#pruning-run-logs).
 LOG_PAGE = 30
 # A would-be message is quoted in one glance, not in full: the expanded run has the rest.
 QUOTE_LIMIT = 120
@@ -106,7 +106,8 @@ def run_head(run: RunLogEntry, tz: str, now: float) -> list[str]:
 
 
 def run_line(run: RunLogEntry, tz: str, now: float) -> str:
-    """「今天 08:00 · 观察 · 本会发送:“…” · 约 $0.03」: time, mode, outcome, cost (P3 "Auditing a rule")."""
+    """「今天 08:00 · 观察 · 本会发送:“…” · 约 $0.03」: time, mode, outcome, cost
+    (docs/runs.md#the-run-log)."""
     parts = [*run_head(run, tz, now), run_outcome(run), run_cost(run)]
     return " · ".join(part for part in parts if part)
 
@@ -123,7 +124,7 @@ def permission_words(preset: str) -> str:
 
 class RunLogRow(QWidget):
     """One run: 「今天 08:00 · 观察」 and the cost on the first line, what it did under it. A click
-    unfolds it in place (P3 "Auditing a rule"): the Report's summary, message and would-do, 第 N 版 and
+    unfolds it in place (docs/runs.md#the-run-log): the Report's summary, message and would-do, 第 N 版 and
     the permission it had, then its steps; another click folds it. The unfolded part is built on first
     unfold."""
 
@@ -318,7 +319,7 @@ class RuleDetailBody(QWidget):
         self._column.addWidget(self.notice)
 
     def _build_facts(self) -> None:
-        # One well, no lines between its rows, like the task detail (P3 3f).
+        # One well, no lines between its rows, like the task detail (docs/desktop.md#look).
         self.well = QFrame(self)
         self.well.setObjectName("taskWell")
         facts = QVBoxLayout(self.well)
@@ -493,7 +494,7 @@ class RuleDetailBody(QWidget):
         self.state_label.style().polish(self.state_label)
         self.mode_toggle.set_mode(rule.mode)
         self.mode_toggle.setEnabled(True)
-        # A fixed reminder always acts (P3 §5): there is nothing to watch, so no toggle.
+        # A fixed reminder always acts (docs/runs.md#reminders): there is nothing to watch, so no toggle.
         self.mode_toggle.setVisible(rule.kind != "remind")
         words_text = rule.instruction.strip()
         if len(words_text) > WORDS_LIMIT:

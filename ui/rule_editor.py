@@ -1,4 +1,4 @@
-"""The rule editor (P3 §4 "Authoring", 3f "the rule editor"): make a rule by hand, or change one.
+"""The rule editor (docs/desktop.md#rule-editor): make a rule by hand, or change one.
 
     标题        [看 X 价格                              ]
     要做的事    [每天早上看看 X 的价格,降到 200 以下告诉我]   the user's words, kept verbatim
@@ -205,7 +205,7 @@ class RuleEditor(QDialog):
         self.preview_label.setTextFormat(Qt.TextFormat.PlainText)
         self.rows["preview"] = FieldRow(t("rules.editor.preview"), self.preview_label, parent=section)
         section.add(self.rows["preview"])
-        # 执行 first: it is the default since 2026-11-01 (P3 §5, observe is opt-in).
+        # 执行 first: it is the default since 2026-11-01 (observe is opt-in, docs/runs.md#observe-and-act).
         self.mode_toggle = ModeToggle(("act", "observe"), section)
         self.mode_toggle.set_mode("act")
         self.mode_toggle.chosen.connect(lambda _mode: self._mode_hint())
@@ -329,7 +329,7 @@ class RuleEditor(QDialog):
         kind = self.kind()
         out: dict[str, object] = {"kind": kind}
         if self._rule is not None:
-            out["tz"] = self._rule.tz  # an edited rule keeps its zone (P3 §4)
+            out["tz"] = self._rule.tz  # an edited rule keeps its zone (docs/runs.md#schedules)
         if kind in ("daily", "weekly"):
             out["time"] = self.time_input.text().strip()
             if kind == "weekly":
@@ -390,7 +390,7 @@ class RuleEditor(QDialog):
         return self.preview_label.text()
 
     def _mode_hint(self) -> None:
-        # What observe does and does not guarantee, said exactly (P3 §5).
+        # What observe does and does not guarantee, said exactly (docs/runs.md#observe-and-act).
         key = "rules.editor.observe_hint" if self.mode_toggle.mode == "observe" else "rules.editor.act_hint"
         self.rows["mode"].set_hint(t(key))
 

@@ -1,5 +1,5 @@
-"""The bot panel's rule rows (P3 §6 mock-ups, "Tasks view" 规则, shown in the panel's 任务 group as built in
-3f): one compact row per rule, after the open tasks and before 「已结束 N」:
+"""The bot panel's rule rows (docs/desktop.md#bot-panel: in the panel's 任务 group): one compact row per rule,
+after the open tasks and before 「已结束 N」:
 
     ○ 每天 08:00 · 看 X 价格                          ›     grey: the person chose observe (or off)
       观察中,明天 08:00 再运行
@@ -8,7 +8,7 @@
     ● 每天 07:30 · 晨报                               ›     red: paused, with why
       已暂停:连续失败 3 次
     ● 每天 08:00 · 看 Y 库存                          ›     this month's cost under the state, once
-      执行中 · 下次 明天 08:00                                something was spent (P3 §6 "cost this month")
+      执行中 · 下次 明天 08:00                                something was spent (docs/cost.md#rule-budgets)
       本月 约 $0.40 / $3.00
 
 The panel is only 340 px wide, so the state goes under the title instead of beside it. `PanelRules` reads
@@ -42,7 +42,7 @@ from ui.theme import DotState
 log = logging.getLogger(__name__)
 
 ARROW = "›"
-# P3 §6 "Automatic pause": a rule pauses after this many failures in a row.
+# docs/runs.md#failures-pause-a-rule: a rule pauses after this many failures in a row.
 FAILURES_TO_PAUSE = 3
 
 
@@ -112,7 +112,7 @@ def row_cost(rule: RuleView) -> str:
 
 def rule_state(rule: RuleView, now: float) -> tuple[DotState, str]:
     """The dot and the words for a rule's state: red when paused (and why), grey for observe and off, green
-    when it acts (P3 §6 mock-ups)."""
+    when it acts (docs/desktop.md#bot-panel)."""
     if rule.paused_reason:
         return "failed", paused_words(rule)
     if rule.mode == "off":

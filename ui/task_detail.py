@@ -1,4 +1,4 @@
-"""One task (P3 §6 "Task detail", as built in 3f): its stage as a dot plus words, how long, 约 $0.08 / $1.00;
+"""One task (docs/desktop.md#task-detail): its stage as a dot plus words, how long, 约 $0.08 / $1.00;
 then one well with 来自 (the channel, the time and the user's words, which open that conversation),
 最新进展, 预算 (with 改, `ui.budget_editor`) and 文件夹 (its sizes and 打开, and the cleanup date with 保留
 when one is set); then each run as a folded 处理过程 line with its cost; then 停止 (while it works or waits
@@ -50,7 +50,8 @@ __all__ = ["STOPPABLE", "TaskDetailBody", "TaskDetailView", "run_dot", "run_line
 
 # The user's words are shown whole unless they run to pages; the rest is in the conversation.
 WORDS_LIMIT = 1200
-# A person can stop a task that works or waits for them (P3 §2: needs_you -> stopped); an ended one is done.
+# A person can stop a task that works or waits for them (docs/task-stages.md: needs_you -> stopped); an ended
+# one is done.
 STOPPABLE = ("working", "needs")
 
 
@@ -130,7 +131,7 @@ class TaskDetailBody(QWidget):
         self._column.addWidget(self.notice)
 
     def _build_facts(self) -> None:
-        # One well, no lines between its rows (P3 3f): 来自, 最新进展, 预算, 文件夹.
+        # One well, no lines between its rows (docs/desktop.md#task-detail): 来自, 最新进展, 预算, 文件夹.
         self.well = QFrame(self)
         self.well.setObjectName("taskWell")
         facts = QVBoxLayout(self.well)

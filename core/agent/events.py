@@ -1,6 +1,7 @@
 """Events every agent session emits on the runtime's single subscription.
 
-Activity steps (P3 §6), chat replies and later task runs are all built from these.
+Activity steps (docs/task-stages.md#activity-steps), chat replies and later task runs are all built from
+these.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class TurnEnded:
 
 @dataclass(frozen=True, slots=True)
 class InputTaken:
-    """The session put this input into the model's context: the "taken" marker of P3 §3."""
+    """The session put this input into the model's context: the "taken" marker
+    (docs/recovery.md#what-is-written-when)."""
 
     session_id: str
     turn_id: str

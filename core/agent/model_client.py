@@ -27,7 +27,8 @@ class ModelCallError(Exception):
 
 
 def is_transient(exc: BaseException) -> bool:
-    """408, 429, 5xx and network failures are worth another try (P3 §11); anything else is not."""
+    """408, 429, 5xx and network failures are worth another try (docs/runs.md#model-call-retries); anything
+    else is not."""
     if isinstance(exc, EndpointError):
         return exc.status in (408, 429) or exc.status >= 500
     return isinstance(exc, httpx.TransportError)

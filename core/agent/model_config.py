@@ -38,8 +38,8 @@ class ModelConfig:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Waits between attempts after a transient failure (408, 429, 5xx, network). P3 §11 uses 15/30/60 s
-    for background work; chat uses shorter waits because a person is watching."""
+    """Waits between attempts after a transient failure (408, 429, 5xx, network). Background runs wait
+    15/30/60 s (docs/runs.md#model-call-retries); chat uses shorter waits because a person is watching."""
 
     delays_s: tuple[float, ...] = (1.0, 2.0, 4.0)
 

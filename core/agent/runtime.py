@@ -1,4 +1,4 @@
-"""The agent runtime (DSH's role in P3).
+"""The agent runtime (docs/architecture.md#the-packages-of-core).
 
 It owns sessions, their history on disk, tools, jobs and one event stream.
 
@@ -61,7 +61,7 @@ class AgentRuntime:
         self.events.publish(event)
 
     def subscribe(self, listener: Callable[[ev.AgentEvent], None]) -> Callable[[], None]:
-        """One subscription for every session's events (P3: the host sees every session)."""
+        """One subscription for every session's events (the host sees every session)."""
         return self.events.subscribe(listener)
 
     # ---- sessions -----------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ class AgentRuntime:
         )
 
     def _wake_owner(self, job: Job) -> None:
-        """A background job ended: wake its session with a notice in a new turn (P3 A.4)."""
+        """A background job ended: wake its session with a notice in a new turn (docs/runs.md#run-states)."""
         session = self._sessions.get(job.session_id)
         if session is not None:
             # Always its own turn (queued behind a running one), so the reply to it stands on its own.

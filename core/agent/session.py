@@ -188,8 +188,8 @@ class AgentSession:
                     raise  # our caller was cancelled, not just the turn
 
     async def inject(self, text: str) -> None:
-        """Add `text` to the history without waking the session (P3 §10 `inject`): an idle session reads it
-        with its next turn; a running turn reads it at its next step."""
+        """Add `text` to the history without waking the session (docs/chat.md#a-chat-turn): an idle session
+        reads it with its next turn; a running turn reads it at its next step."""
         if self._turn is not None and not self._turn.done():
             self._steers.append(_Input(f"note_{secrets.token_hex(6)}", text))
             return

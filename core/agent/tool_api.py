@@ -28,7 +28,8 @@ class ToolError(Exception):
 
 
 class ApprovalGate(Protocol):
-    """Where a call that needs a person waits (P3 §7): a recursive delete, a write outside the workspace."""
+    """Where a call that needs a person waits (docs/permissions.md#approvals): a recursive delete, a write
+    outside the workspace."""
 
     async def request(self, session_id: str, action: str, detail: str) -> bool:
         """True when a person approved; False when they refused or nobody answered in time."""

@@ -1,5 +1,5 @@
-"""The rule routes of the local API (P3 §10): list, create, read, edit, delete, versions, and a preview of a
-schedule's next times.
+"""The rule routes of the local API (docs/architecture.md#the-local-api): list, create, read, edit, delete,
+versions, and a preview of a schedule's next times.
 
 Only shapes are checked here (types, unknown fields); the values are checked by RuleService, so the UI, the
 chat tool and the API reject the same things with the same messages. A field is named the way the body

@@ -364,7 +364,7 @@ class ApiServer:
         message = await self._host.chat.say(conversation_id, text)
         return web.json_response({"message": message_json(message)}, status=202)
 
-    # ---- tasks (P3 §10) -----------------------------------------------------------------------------
+    # ---- tasks (docs/architecture.md#the-local-api) -------------------------------------------------
 
     async def list_tasks(self, request: web.Request) -> web.Response:
         groups = [g for g in request.query.get("group", "").split(",") if g]
@@ -408,7 +408,8 @@ class ApiServer:
         return web.json_response({"deleted": request.match_info["id"]})
 
     async def task_budget(self, request: web.Request) -> web.Response:
-        """`{addUsd}` or `{budgetUsd}` (P3 §10): raises the budget; a task stopped at it goes on."""
+        """`{addUsd}` or `{budgetUsd}` (docs/architecture.md#the-local-api): raises the budget; a task stopped
+        at it goes on."""
         body = await json_object(request)
         unknown = sorted(set(body) - {"addUsd", "budgetUsd"})
         if unknown:
@@ -433,7 +434,7 @@ class ApiServer:
         text = await self._host.rules.export_markdown(rule_id, _lang(request))
         return _markdown(text, f"rule-{rule_id}.md")
 
-    # ---- needs you (P3 §10) -------------------------------------------------------------------------
+    # ---- needs you (docs/architecture.md#the-local-api) ---------------------------------------------
 
     async def list_attention(self, request: web.Request) -> web.Response:
         items = await self._host.attention.items(lang=_lang(request))

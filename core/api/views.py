@@ -1,4 +1,4 @@
-"""JSON shapes of the API (camelCase, as P3 §10)."""
+"""JSON shapes of the API (camelCase; docs/architecture.md#the-local-api)."""
 
 from __future__ import annotations
 

@@ -1,3 +1,3 @@
-"""Needs-you (P3 §1 Attention, §6): what waits for a person, in one ordered list, and how a person's
+"""Needs-you (docs/attention.md): what waits for a person, in one ordered list, and how a person's
 message on a chat channel answers a task question. The modules here are pure: callers pass the facts
 and the time in."""

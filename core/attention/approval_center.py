@@ -1,8 +1,8 @@
-"""ApprovalCenter: a tool call that needs a person waits here (P3 §7), and is the one writer of approval rows
-of kind `approval`. A task's approval waits 12 h, a chat's 10 minutes, an acting rule run's 1 h; at the
-deadline it is refused and the task (or the rule run) fails 「批准超时」. An observing rule run's requests are
-refused at once (the rule runner records them). Approvals do not survive a restart: the call that waited is
-gone with its turn."""
+"""ApprovalCenter: a tool call that needs a person waits here (docs/attention.md#approvals), and is the one
+writer of approval rows of kind `approval`. A task's approval waits 12 h, a chat's 10 minutes, an acting rule
+run's 1 h; at the deadline it is refused and the task (or the rule run) fails 「批准超时」. An observing rule
+run's requests are refused at once (the rule runner records them). Approvals do not survive a restart: the
+call that waited is gone with its turn."""
 
 from __future__ import annotations
 
@@ -49,13 +49,14 @@ class TaskRunApprovals(Protocol):
         ...
 
     async def fail_run(self, run_id: str, error: str) -> None:
-        """Nobody approved in time: the run fails with `error` and the failure is pushed (P3 §11)."""
+        """Nobody approved in time: the run fails with `error` and the failure is pushed
+        (docs/recovery.md)."""
         ...
 
 
 class RuleRunApprovals(Protocol):
-    """What the center needs of rule runs (the RuleRunner, P3 §7): act runs ask here with a 1 h limit;
-    observe runs are refused at once and the runner records it."""
+    """What the center needs of rule runs (the RuleRunner, docs/permissions.md): act runs ask here with a 1 h
+    limit; observe runs are refused at once and the runner records it."""
 
     def approval_context(self, session_id: str) -> tuple[str, RunMode, RuleRecord] | None:
         """(run id, mode, rule) of the live rule run whose session this is; None otherwise."""
@@ -253,7 +254,8 @@ class ApprovalCenter:
             failing.add_done_callback(self._failing.discard)
 
     async def _fail_task_run(self, task_id: str) -> None:
-        """Nobody approved within 12 h: the task's run fails 「批准超时」, the failure pushed (P3 §11)."""
+        """Nobody approved within 12 h: the task's run fails 「批准超时」, the failure pushed
+        (docs/attention.md#timeouts)."""
         run_id = self._task_runs.active_run(task_id)
         if run_id is not None:
             await self._task_runs.fail_run(run_id, TIMEOUT_ERROR)

@@ -1,4 +1,4 @@
-"""The needs-you list (P3 §1 Attention, §6 mock-up, §10 `GET /attention`): items, their actions and order.
+"""The needs-you list (docs/attention.md): items, their actions and order.
 
 An item is one thing that waits for a person. Questions and approvals are stored; the rest is derived
 from state by the caller, which builds items with the functions below and shows them `ordered`. An item
@@ -50,7 +50,7 @@ ACTIONS: tuple[AttentionAction, ...] = ("answer", "approve", "deny", "retry", "o
 UndeliveredReason = Literal["window_closed", "quota", "failed"]
 PauseReason = Literal["failures", "budget"]
 
-# What a person can do with each kind (P3 §10). An option is answered through 'answer'.
+# What a person can do with each kind (docs/attention.md#actions). An option is answered through 'answer'.
 ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingProxyType(
     {
         "question": ("answer",),
@@ -66,13 +66,15 @@ ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingPr
         "reserve_low": ("open",),  # the bot's settings, where the balance and its limit are shown
     }
 )
-# Only warnings that nobody must act on can be put away by hand. What still asks (P3 §15 point 4: a
-# question, an approval, a budget, a failed task, a paused rule, an expired login, an undelivered result)
-# leaves only when its cause is gone; observe_ready is put away by answering 继续观察.
+# Only warnings that nobody must act on can be put away by hand. What still asks
+# (docs/attention.md#what-appears: a question, an approval, a budget, a failed task, a paused rule, an expired
+# login, an undelivered result) leaves only when its cause is gone; observe_ready is put away by answering
+# 继续观察.
 DISMISSABLE_KINDS: frozenset[AttentionKind] = frozenset({"rule_failing", "stuck_turn"})
-# Kinds that never notify or push. observe_ready is never pushed (P3 §6 calm defaults); a rule that
-# failed twice but still runs is not a "failure that needs them" until it pauses (P3 §6 push table).
-# The chat reserve is not pushed either (P3 §8): it only says why background work waits.
+# Kinds that never notify or push. observe_ready is never pushed (docs/attention.md#what-appears); a rule that
+# failed twice but still runs is not a "failure that needs them" until it pauses
+# (docs/push-rules.md#what-is-pushed). The chat reserve is not pushed either (docs/cost.md#the-chat-reserve):
+# it only says why background work waits.
 NEVER_PUSHED: frozenset[AttentionKind] = frozenset({"observe_ready", "rule_failing", "reserve_low"})
 SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
     {
@@ -89,8 +91,8 @@ SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
         "reserve_low": "warn",
     }
 )
-# P3 §6 mock-up order: questions and approvals (time-sensitive), failures, deliveries, the system
-# (logins, stuck turns, budget), and last a rule in observe that has observed enough.
+# docs/attention.md#order: questions and approvals (time-sensitive), failures, deliveries, the system (logins,
+# stuck turns, budget), and last a rule in observe that has observed enough.
 GROUP_BY_KIND: Mapping[AttentionKind, int] = MappingProxyType(
     {
         "question": 0,
@@ -155,7 +157,7 @@ class AttentionItem:
             object.__setattr__(self, "pushed", False)
 
     def to_json(self) -> dict[str, object]:
-        """The P3 §10 `GET /attention` shape, camelCase; the optional keys only when set."""
+        """The `GET /api/attention` shape (docs/attention.md), camelCase; the optional keys only when set."""
         data: dict[str, object] = {
             "id": self.id,
             "kind": self.kind,
@@ -196,8 +198,8 @@ def check_answer(item: AttentionItem, answer: str) -> str:
 
 
 def ordered(items: Iterable[AttentionItem]) -> list[AttentionItem]:
-    """The needs-you order: by group (P3 §6), then oldest `since` first, then by id (so equal times
-    come out the same way whatever order the caller gathered them in)."""
+    """The needs-you order: by group (docs/attention.md#order), then oldest `since` first, then by id (so
+    equal times come out the same way whatever order the caller gathered them in)."""
     return sorted(items, key=lambda item: (GROUP_BY_KIND[item.kind], item.since, item.id))
 
 
@@ -226,7 +228,7 @@ def lang_of(lang: str) -> Language:
 
 def action_label(item: AttentionItem, action: AttentionAction, lang: str = "zh") -> str:
     """The button text of an action on an item, in the UI's language. What 'open' does depends on the
-    kind, so its button says so (P3 §6 mock-up: [在这里查看], [打开规则])."""
+    kind, so its button says so (docs/desktop.md#needs-you-view: [在这里查看], [打开规则])."""
     if action == "open" and has_text(f"attention.open.{item.kind}"):
         return text(as_language(lang), f"attention.open.{item.kind}")
     return text(as_language(lang), f"attention.action.{action}")

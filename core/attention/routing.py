@@ -1,4 +1,4 @@
-"""Answer routing on chat channels (P3 §6 "Communication rules": answering a task question).
+"""Answer routing on chat channels (docs/push-rules.md#answer-routing).
 
 A task question can wait for hours, so any text is NOT an answer to it. A person's message answers an
 open question only when it

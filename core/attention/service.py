@@ -3,7 +3,7 @@
 Items are never stored as such: a question is an open row in `approvals`, a failed task is a task whose
 stage is failed, a paused rule is a rule with a paused reason, and a rule in observe asks whether to act
 once it has 3 good observed runs on its version (unless 继续观察 was answered for that version). An item
-goes away by itself when its cause is gone (P3 §1 "Attention").
+goes away by itself when its cause is gone (docs/attention.md).
 """
 
 from __future__ import annotations
@@ -226,7 +226,8 @@ class AttentionService:
             if kind == "observe_ready":
                 return await self._observe_answer(item, answer)
             if kind == "task_budget":
-                # 继续 / 停止, a written amount, or words passed on with the extra $1 (P3 §8).
+                # 继续 / 停止, a written amount, or words passed on with the extra $1
+                # (docs/cost.md#the-budget-question).
                 chosen = (
                     "继续" if answer == item.options[0] else "停止" if answer == item.options[1] else answer
                 )

@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-# P3 §6 "Message shapes": every pushed message is one line, with an optional second line only for a blocker
-# or a limit; we aim for at most 300 characters even where the channel takes more (WeChat takes 4,000).
+# docs/push-rules.md#message-shape: every pushed message is one line, with an optional second line only for a
+# blocker or a limit; we aim for at most 300 characters even where the channel takes more (WeChat takes
+# 4,000).
 SHAPE_MAX_CHARS = 300
 SHAPE_MAX_LINES = 2
 ELLIPSIS = "…"
@@ -42,12 +43,12 @@ class ChannelCapabilities:
 DESKTOP = ChannelCapabilities(
     "desktop", rings=False, daily_cap=None, supports_quote=True, max_chars=4000, strips_markers=True
 )
-# P3 §6: cap 3 per day; one WeChat message holds at most 4,000 characters (P3 "Fit one message").
+# docs/push-rules.md#daily-cap: cap 3 per day; one WeChat message holds at most 4,000 characters.
 WECHAT = ChannelCapabilities(
     "wechat", rings=True, daily_cap=3, supports_quote=True, max_chars=4000, strips_markers=False
 )
-# P3 §6: cap 5 per day; results and questions are cards, whose request body Feishu limits to 30 KB
-# (about 10,000 CJK characters at 3 bytes each).
+# docs/push-rules.md#daily-cap: cap 5 per day; results and questions are cards, whose request body Feishu
+# limits to 30 KB (about 10,000 CJK characters at 3 bytes each).
 FEISHU = ChannelCapabilities(
     "feishu", rings=True, daily_cap=5, supports_quote=True, max_chars=10_000, strips_markers=False
 )
@@ -91,9 +92,9 @@ def cut(text: str, limit: int) -> str:
 
 
 def shape(text: str, caps: ChannelCapabilities) -> str:
-    """A pushed message in P3's shape: at most two lines (the first line, then everything else joined into
-    the second), at most 300 characters (fewer if the channel takes fewer), cut with "…", and without ❓/⚠️
-    on a channel that strips them."""
+    """A pushed message in our shape (docs/push-rules.md#message-shape): at most two lines (the first line,
+    then everything else joined into the second), at most 300 characters (fewer if the channel takes fewer),
+    cut with "…", and without ❓/⚠️ on a channel that strips them."""
     if caps.strips_markers:
         text = strip_markers(text)
     lines = [cleaned for raw in text.splitlines() if (cleaned := _BLANKS.sub(" ", raw).strip())]

@@ -1,4 +1,4 @@
-"""Chat: conversations, messages and the human lane (P3 §3).
+"""Chat: conversations, messages and the human lane (docs/chat.md#the-human-lane).
 
 Each conversation has one agent session, `chat-<conversation>`, whose own input queue makes the
 conversation serial; conversations run in parallel. Replies are built from the runtime's event stream, so a

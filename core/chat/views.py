@@ -13,7 +13,8 @@ MessageState = Literal["queued", "taken", "answered", "done", "cancelled", "erro
 
 @dataclass(frozen=True, slots=True)
 class TaskChip:
-    """A background task a reply started (P3 §6: 「后台任务 · <title> · <stage>」); updates with the task."""
+    """A background task a reply started (docs/desktop.md#chat-view: 「后台任务 · <title> · <stage>」);
+    updates with the task."""
 
     task_id: str
     title: str
@@ -33,7 +34,8 @@ class TaskChip:
 
 @dataclass(frozen=True, slots=True)
 class QuestionCard:
-    """A task's question as pushed into the conversation: answered with its options or a reply (P3 §6)."""
+    """A task's question as pushed into the conversation: answered with its options or a reply
+    (docs/attention.md#questions)."""
 
     question_id: str
     options: tuple[str, ...]

@@ -1,4 +1,4 @@
-"""Reading a bot's provider balance for the chat reserve (issue 7 item 3; P3 §8 "Reserve").
+"""Reading a bot's provider balance for the chat reserve (issue 7 item 3; docs/cost.md#the-chat-reserve).
 
 Only providers that report a spending limit can protect chat: OpenRouter (`GET /api/v1/key` gives the
 key's `limit` and `limit_remaining`). DeepSeek (`GET /user/balance`) shows an account balance but no limit,

@@ -1,7 +1,8 @@
-"""What a person's answer to 「已用约 $1.00,再给 $1 继续?」 means (P3 §8 "Task budget"): 继续 adds $1, a
-written amount (「再给 3 美元」, "add $2.50") adds that much, a total (「加到 5 美元」, "raise it to $5") sets
-the budget, 停止 stops, and other words go to the task with the extra $1. Saying no in other ways (不用,
-取消, 别继续了, "cancel", "no thanks") stops too: an answer that declines must never spend more. Pure."""
+"""What a person's answer to 「已用约 $1.00,再给 $1 继续?」 means (docs/cost.md#the-budget-question): 继续
+adds $1, a written amount (「再给 3 美元」, "add $2.50") adds that much, a total (「加到 5 美元」, "raise it
+to $5") sets the budget, 停止 stops, and other words go to the task with the extra $1. Saying no in other ways
+(不用, 取消, 别继续了, "cancel", "no thanks") stops too: an answer that declines must never spend more.
+Pure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What background runs cost as they go (P3 §8 "What counts"): every model response in a task or rule
+"""What background runs cost as they go (docs/cost.md#the-meter): every model response in a task or rule
 session, priced by the model that answered at the time it answered.
 
 The runners feed each `AssistantMessage` to a `RunCost` through `CostMeter.price`; budgets compare only

@@ -1,4 +1,4 @@
-"""The chat reserve (issue 7 item 3; P3 §8 "Protecting chat" and "Reserve"): background work stops while a
+"""The chat reserve (issue 7 item 3; docs/cost.md#the-chat-reserve): background work stops while a
 bot's key is close to its spending limit, so what is left stays for chat.
 
 `ReserveWatcher` reads every bot's balance now and every 5 minutes (and when told to, after a budget or key

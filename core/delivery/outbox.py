@@ -1,12 +1,12 @@
 """The Outbox: pushed messages (task results, failures, questions, approvals) reach their conversation
-exactly once, within the attention budget (P3 §6).
+exactly once, within the attention budget (docs/push-rules.md).
 
-It is the one writer of `deliveries` (P3 §9). Ids are stable (`<run id>:result`), so asking twice is a no-op.
-`policy.decide` says what goes now, what is held and until when; a held delivery is looked at again at
-its `due_at`. For a desktop conversation the message is stored at once; quiet hours and caps govern only
-whether it rings (an OS notification), and one pushed question at a time keeps answers unambiguous.
-Quiet hours and the manual pause are the conversation's bot's settings; `flush()` after changing them.
-Storing the message and marking the delivery sent are one transaction: a crash can neither lose a
+It is the one writer of `deliveries` (docs/domain.md#tables-and-writers). Ids are stable (`<run id>:result`),
+so asking twice is a no-op. `policy.decide` says what goes now, what is held and until when; a held delivery
+is looked at again at its `due_at`. For a desktop conversation the message is stored at once; quiet hours and
+caps govern only whether it rings (an OS notification), and one pushed question at a time keeps answers
+unambiguous. Quiet hours and the manual pause are the conversation's bot's settings; `flush()` after changing
+them. Storing the message and marking the delivery sent are one transaction: a crash can neither lose a
 delivery nor send it twice.
 """
 
@@ -244,8 +244,8 @@ class Outbox:
         first = deliveries[0]
         text = decision.text or first.text
         if first.purpose in ("result", "failure") and len(deliveries) == 1:
-            # P3 §6 message shape: one line (a second only for a blocker), at most 300 characters. A
-            # question keeps its option lines.
+            # docs/push-rules.md#message-shape: one line (a second only for a blocker), at most 300
+            # characters. A question keeps its option lines.
             text = shape(text, DESKTOP)
 
         def deliver(s: Session) -> bool:

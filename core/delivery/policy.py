@@ -1,4 +1,4 @@
-"""The attention budget: which pushed messages go out now, which wait, and which merge (P3 §6, §11).
+"""The attention budget: which pushed messages go out now, which wait, and which merge (docs/push-rules.md).
 
 Pure decision logic: no I/O and no clock reads. Times come in as epoch seconds with an IANA time zone name,
 and the outbox applies the decisions (sends, marks deliveries held with the reason, wakes up again at the
@@ -58,7 +58,8 @@ USER_ACTIVE_S = 600.0
 RETRY_FIRST_S = 5.0
 RETRY_CEILING_S = 300.0
 RETRIES = 3
-"""Automatic retries of a failed send (P3 §11); after that the delivery waits and needs-you shows it."""
+"""Automatic retries of a failed send (docs/push-rules.md#retries); after that the delivery waits and
+needs-you shows it."""
 
 QUESTION_PURPOSES: frozenset[str] = frozenset({"question", "approval"})
 """Decisions the user must make: one open at a time, never merged, may ring late in an active chat."""
@@ -145,7 +146,8 @@ class ConversationFacts:
     quiet: QuietHours | None = None
     """This conversation's quiet hours (a bot setting); None uses the `quiet` passed to `decide`."""
     paused: bool = False
-    """The conversation's bot is paused (P3 §6 "Manual pause"): every push waits until it is unpaused."""
+    """The conversation's bot is paused (docs/push-rules.md#manual-pause): every push waits until it is
+    unpaused."""
 
 
 @dataclass(frozen=True, slots=True)

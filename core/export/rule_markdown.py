@@ -1,4 +1,4 @@
-"""A rule and its run log as a Markdown document (P3 §6 "Auditing a rule", §10 `GET /rules/:id/export`).
+"""A rule and its run log as a Markdown document (docs/retention.md#markdown-export).
 Pure.
 
     # <title>

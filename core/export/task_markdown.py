@@ -1,4 +1,4 @@
-"""A task as a Markdown document (P3 §6 "What the user can always see", §10 `GET /tasks/:id/export`). Pure.
+"""A task as a Markdown document (docs/retention.md#markdown-export). Pure.
 
     # <title>
     - stage, origin (channel, conversation, time), cost against the budget, usage, folder, export time

@@ -1,6 +1,7 @@
-"""The chat agent's `rule_create` (P3 §4 "Authoring"): a standing instruction with a time or an interval
-becomes a rule in this conversation. The instruction is the user's words verbatim; the agent supplies the
-structured schedule. A bad field comes back to the model as a tool error naming it, so it can fix the call."""
+"""The chat agent's `rule_create` (docs/chat.md#rules-from-chat): a standing instruction with a time or an
+interval becomes a rule in this conversation. The instruction is the user's words verbatim; the agent supplies
+the structured schedule. A bad field comes back to the model as a tool error naming it, so it can fix the
+call."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""What people and the chat agent do with rules (P3 §4, §5): create, change, delete, 立即运行, 重试,
-继续观察, and the reads that go with them (RuleService's). Each change to a schedule re-arms the scheduler
-before the command returns, and 立即运行 / 重试 start a run on the rule runner. Built after both, so the
-host wires nothing later. Implements `core.rules.facade.RuleFacade` and serves the API's rule routes.
+"""What people and the chat agent do with rules (docs/runs.md#rule-runs): create, change, delete, 立即运行,
+重试, 继续观察, and the reads that go with them (RuleService's). Each change to a schedule re-arms the
+scheduler before the command returns, and 立即运行 / 重试 start a run on the rule runner. Built after both, so
+the host wires nothing later. Implements `core.rules.facade.RuleFacade` and serves the API's rule routes.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class RuleCommands:
         checked_kind = check_kind(kind)
         checked_mode = check_new_mode(check_mode(mode, checked_kind))
         now = self._clock.time()
-        # The zone is the system's when the rule is made, and stays with the rule (P3 §4).
+        # The zone is the system's when the rule is made, and stays with the rule (docs/runs.md#schedules).
         parsed = parse_schedule(schedule, default_tz=local_zone(), now=now)
         bot = await self._bots.get(bot_id) if bot_id else await self._bots.ensure_default()
         destination = await conversation_for(self._db, self._bus, self._clock, bot.id, conversation_id)

@@ -1,4 +1,4 @@
-"""Event triggers (P3 §4 "Triggers"): the extension point only. A rule whose trigger is
+"""Event triggers (docs/runs.md#event-triggers): the extension point only. A rule whose trigger is
 `{kind: "event", source, filter?}` is started by `EventTriggers.emit(source, event)` and runs through the same
 observe/act path as a scheduled run, with cause `event`. No event source is built yet."""
 

@@ -1,5 +1,5 @@
 """Calendar months in a rule's own time zone: a rule's monthly budget counts from the 1st at 00:00 there
-and resumes at the next 1st (P3 §8). Pure."""
+and resumes at the next 1st (docs/cost.md#rule-budgets). Pure."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A rule's monthly budget (P3 §8): what it cost this calendar month in its own zone, the pause when it
-reaches the budget, and the resume once the month turns or the budget was raised."""
+"""A rule's monthly budget (docs/cost.md#rule-budgets): what it cost this calendar month in its own zone, the
+pause when it reaches the budget, and the resume once the month turns or the budget was raised."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from core.store import runs as run_rows
 from core.store.database import Database
 from core.store.rules import RuleChanges, RuleRecord
 
-MONTH_RAISE_USD = 3.0  # 继续 on a rule paused at its monthly budget adds this much (P3 §8)
+# 继续 on a rule paused at its monthly budget adds this much (docs/cost.md#rule-budgets)
+MONTH_RAISE_USD = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,8 @@ class RulePausedAtBudget:
 
 
 def month_costs(s: Session, rules: list[RuleRecord], now: float) -> dict[str, float]:
-    """Each rule's estimated cost in its own current calendar month (P3 §8), in one query."""
+    """Each rule's estimated cost in its own current calendar month (docs/cost.md#rule-budgets), in one
+    query."""
     if not rules:
         return {}
     starts = {r.id: month_start(now, r.tz) for r in rules}
@@ -58,8 +60,8 @@ class MonthBudgets:
         self._clock = clock
 
     async def check(self, rule_id: str) -> MonthBudget:
-        """After a run: at this month's budget the rule pauses (P3 §8). `push` says whether this pause is
-        the one pushed line for this month and budget level (act-mode rules only)."""
+        """After a run: at this month's budget the rule pauses (docs/cost.md#rule-budgets). `push` says
+        whether this pause is the one pushed line for this month and budget level (act-mode rules only)."""
         now = self._clock.time()
 
         def apply(s: Session) -> MonthBudget:

@@ -1,4 +1,4 @@
-"""A rule's run log (P3 §5 "Auditing a rule"): one entry per run, newest first, with what it said or
+"""A rule's run log (docs/runs.md#the-run-log): one entry per run, newest first, with what it said or
 would have said, what it cost, the preset it ran with and its steps."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class RunLog:
     async def runs(
         self, rule_id: str, before: float | None = None, lang: str = "zh", *, limit: int | None = RUN_LOG_PAGE
     ) -> list[RunLogEntry]:
-        """The rule's run log, newest first (P3 §5 "Auditing a rule"); runs queued before `before` only when
+        """The rule's run log, newest first (docs/runs.md#the-run-log); runs queued before `before` only when
         given, `limit` at a time (None: all of it)."""
 
         def read(s: Session) -> tuple[RuleRecord, list[RunRecord]] | None:
@@ -64,11 +64,12 @@ _PRESET_ORDER = (Preset.READ_ONLY, Preset.WORKSPACE_WRITE, Preset.FULL)
 
 
 def run_permission(mode: str, granted: str, bot_preset: str) -> str:
-    """The preset a run had (P3 §7): observe is always read-only; act has the rule's grant when set, else
-    workspace-write *capped* by the bot's preset, i.e. min(bot preset, workspace-write), so a read-only
-    bot's rule stays read-only and a full bot's rule gets no more than workspace-write. (The same cap as
-    `core.rules.runner.act_preset`, which imports the rule service, so it is not imported here.) It is worked
-    out from the rule and bot as they are now: a run's record does not keep the preset it ran with."""
+    """The preset a run had (docs/permissions.md#who-gets-which-preset): observe is always read-only; act has
+    the rule's grant when set, else workspace-write *capped* by the bot's preset, i.e. min(bot preset,
+    workspace-write), so a read-only bot's rule stays read-only and a full bot's rule gets no more than
+    workspace-write. (The same cap as `core.rules.runner.act_preset`, which imports the rule service, so it is
+    not imported here.) It is worked out from the rule and bot as they are now: a run's record does not keep
+    the preset it ran with."""
     if mode != "act":
         return Preset.READ_ONLY.value
     if granted:

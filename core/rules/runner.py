@@ -1,4 +1,4 @@
-"""Runs of rules (P3 §1, §5, §7): one firing of a rule, from the schedule or a person's "run now".
+"""Runs of rules (docs/runs.md#rule-runs): one firing of a rule, from the schedule or a person's "run now".
 
 - A reminder (`kind == "remind"`) has no model turn: its words go through the outbox to the rule's
   conversation, and the run ends `done`. It always acts.
@@ -67,7 +67,7 @@ log = logging.getLogger(__name__)
 
 RULE_PREFIX = "rule-"
 PREVIOUS_REPORTS = 3
-RUN_CAP_S = 15 * 60.0  # P3 §8: a rule run's running time
+RUN_CAP_S = 15 * 60.0  # docs/runs.md#the-time-cap: a rule run's running time
 OVER_TIME = text("zh", "rule_run.over_time")
 RULE_LIMITS = RunLimits(
     DEFAULT_RETRY, TimeCap(RUN_CAP_S, OVER_TIME), SettleLimit(SETTLE_LIMIT_S, prompts.SETTLE_LIMIT_NOTE)
@@ -75,8 +75,8 @@ RULE_LIMITS = RunLimits(
 OVER_BUDGET = "这次运行超过预算 ${budget:.2f},已停下"
 INTERRUPTED = "Errand restarted"
 APPROVAL_TIMEOUT = "批准超时"
-# Observe runs change nothing (P3 §5): the writing tools are absent; the shell runs under `read-only` in
-# the OS sandbox, and is absent too when there is none.
+# Observe runs change nothing (docs/runs.md#observe-and-act): the writing tools are absent; the shell runs
+# under `read-only` in the OS sandbox, and is absent too when there is none.
 OBSERVE_TOOLS = frozenset({"bash", "read_file", "list_files", "grep", "web_fetch", "jobs", "task_report"})
 SHELL_TOOLS = frozenset({"bash", "jobs"})
 _PRESET_ORDER = (Preset.READ_ONLY, Preset.WORKSPACE_WRITE, Preset.FULL)
@@ -116,7 +116,8 @@ def rule_folder(workspace: Path, rule_id: str) -> Path:
 
 
 def act_preset(bot_preset: str, granted: str) -> str:
-    """The act cap (P3 §7): the rule's grant when set, else min(bot preset, workspace-write)."""
+    """The act cap (docs/permissions.md#who-gets-which-preset): the rule's grant when set, else min(bot
+    preset, workspace-write)."""
     if granted:
         return granted
     bot = Preset.parse(bot_preset)
@@ -250,7 +251,8 @@ class RuleRunPolicy:
             view = await self.rules.record_outcome(rule.id, outcome)
             month = await self.rules.check_month_budget(rule.id)
         if month is not None and month.push:
-            # Paused at its monthly budget (P3 §8): one pushed line per month and budget level.
+            # Paused at its monthly budget (docs/cost.md#rule-budgets): one pushed line per month and budget
+            # level.
             await self.outbox.push(
                 delivery_id=f"{run_id}:budget",
                 bot_id=rule.bot_id,
@@ -260,7 +262,8 @@ class RuleRunPolicy:
                 run_id=run_id,
             )
         if view is not None and view.paused_reason == "failures" and not was_paused:
-            # A rule paused after failures is a failure that needs the person (P3 §6): pushed once.
+            # A rule paused after failures is a failure that needs the person
+            # (docs/push-rules.md#what-is-pushed): pushed once.
             await self.outbox.push(
                 delivery_id=f"{run_id}:failure",
                 bot_id=rule.bot_id,
@@ -326,7 +329,7 @@ class RuleRunner(BackgroundRunner[RuleWork]):
     def is_running(self, rule_id: str) -> bool:
         return any(r.work.rule.id == rule_id for r in self._driver.runs())
 
-    # ---- approvals (P3 §7): act runs ask a person, observe runs are refused at once ----------------------
+    # ---- approvals (docs/attention.md#approvals): act runs ask a person, observe runs are refused at once
 
     def approval_context(self, session_id: str) -> tuple[str, RunMode, RuleRecord] | None:
         """(run id, mode, rule) of the live rule run whose session this is; None otherwise."""
@@ -439,9 +442,12 @@ class RuleRunner(BackgroundRunner[RuleWork]):
             return
         skip = ""
         if run.cause == "schedule" and self._waited_past_grace(run, rule):
-            skip = "late"  # P3 §4: a scheduled firing that waited beyond its grace is skipped, not run late
+            # docs/runs.md#missed-runs-and-grace: a scheduled firing that waited beyond its grace is skipped,
+            # not run late
+            skip = "late"
         elif self._reserve_low(rule.bot_id):
-            skip = "reserve"  # P3 §8: what is left of the bot's balance is kept for chat
+            # docs/cost.md#the-chat-reserve: what is left of the bot's balance is kept for chat
+            skip = "reserve"
         if skip:
             now = self._clock.time()
             await self._db.write(

@@ -1,4 +1,5 @@
-"""Rule schedules (P3 §4): parsing, next fire times, missed-run grace and the schedule in words.
+"""Rule schedules (docs/runs.md#schedules): parsing, next fire times, missed-run grace and the schedule in
+words.
 
 Pure: every function takes the moment it reasons about ("now", "after") as an argument, so the Scheduler
 (which owns the clock) and the REST layer can share it and tests need no clock.
@@ -343,7 +344,8 @@ def _cron_interval(cron: str, tz: str) -> float | None:
 
 
 def grace_s(schedule: Schedule) -> float:
-    """How late a missed run may still start (P3 §4): min(interval / 2, 2 h); a `once` gets 2 h."""
+    """How late a missed run may still start (docs/runs.md#missed-runs-and-grace): min(interval / 2, 2 h); a
+    `once` gets 2 h."""
     interval = interval_s(schedule)
     if interval is None:
         return MAX_GRACE_S

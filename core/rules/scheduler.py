@@ -1,4 +1,4 @@
-"""The rule scheduler (P3 §4 "Mechanics", "Missed runs"): one timer for the earliest due rule.
+"""The rule scheduler (docs/runs.md#the-scheduler): one timer for the earliest due rule.
 
 When it fires (or at start, after a resume or a clock change: `recompute`), every due rule is decided once:
 - run it (a Run with cause `schedule`, which then waits for a slot);

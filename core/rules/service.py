@@ -1,4 +1,4 @@
-"""Rules (P3 §1, §4): standing instructions in the user's own words, with a schedule and a mode.
+"""Rules (docs/domain.md#rules): standing instructions in the user's own words, with a schedule and a mode.
 
 RuleService holds the reads and what the rule runner and the scheduler write about a rule (a run's outcome,
 the monthly budget). A person's commands, which re-arm the scheduler and may start a run, are
@@ -33,7 +33,8 @@ from core.store.rules import RuleRecord
 log = logging.getLogger(__name__)
 
 FAILURES_TO_PAUSE = 3
-# Good observed runs on one version before needs-you asks whether the rule should act (P3 §5).
+# Good observed runs on one version before needs-you asks whether the rule should act
+# (docs/attention.md#observe-to-act).
 OBSERVED_ENOUGH = 3
 
 
@@ -91,7 +92,7 @@ class RuleService:
 
     async def observe_ready(self, lang: str = "zh") -> list[ObserveReady]:
         """Rules the person put in observe that have OBSERVED_ENOUGH good runs on their current version and
-        whose question was not answered 继续观察 for it (P3 §5 "Switching modes")."""
+        whose question was not answered 继续观察 for it (docs/attention.md#observe-to-act)."""
 
         def read(s: Session) -> list[ObserveReady]:
             found: list[ObserveReady] = []
@@ -168,7 +169,8 @@ class RuleService:
         return await self._log.runs(rule_id, before, lang, limit=limit)
 
     async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:
-        """The rule, its versions and its whole run log as Markdown (P3 §6), secrets redacted."""
+        """The rule, its versions and its whole run log as Markdown (docs/retention.md#markdown-export),
+        secrets redacted."""
         from core.export.rule_markdown import rule_markdown
 
         rule = await self.get(rule_id, lang)
@@ -189,7 +191,8 @@ class RuleService:
     # ---- monthly budgets (core.rules.month_budget) ---------------------------------------------------
 
     async def check_month_budget(self, rule_id: str) -> MonthBudget:
-        """After a run: at this month's budget the rule pauses (P3 §8); see `MonthBudgets.check`."""
+        """After a run: at this month's budget the rule pauses (docs/cost.md#rule-budgets); see
+        `MonthBudgets.check`."""
         return await self._budgets.check(rule_id)
 
     async def resume_month_budgets(self) -> list[str]:
@@ -204,7 +207,8 @@ class RuleService:
 
     async def record_outcome(self, rule_id: str, outcome: str) -> RuleView:
         """A run ended: `done` resets the failure count, `failed` adds one, and the third failure in a row
-        pauses the rule (P3 §1). Skipped, stopped and interrupted runs count neither way."""
+        pauses the rule (docs/runs.md#failures-pause-a-rule). Skipped, stopped and interrupted runs count
+        neither way."""
         now = self._clock.time()
 
         def apply(s: Session) -> RuleRecord:
@@ -213,7 +217,8 @@ class RuleService:
                 raise NotFoundError("rule", rule_id)
             if outcome == "done" and current.failures_in_row:
                 return rule_rows.update_rule(s, rule_id, now=now, failures_in_row=0)
-            if outcome in ("failed", "budget"):  # a run over its budget counts as a failure (P3 §8)
+            # a run over its budget counts as a failure (docs/cost.md#rule-budgets)
+            if outcome in ("failed", "budget"):
                 failures = current.failures_in_row + 1
                 if failures >= FAILURES_TO_PAUSE and not current.paused_reason:
                     return rule_rows.update_rule(

@@ -1,5 +1,6 @@
-"""The scheduler's view of rules in the store (`RuleTimeline`, P3 §4): which rules are due, and what a
-firing or a skip does. A due rule is one that is not off, not paused, and whose stored next run has come."""
+"""The scheduler's view of rules in the store (`RuleTimeline`, docs/runs.md#the-scheduler): which rules are
+due, and what a firing or a skip does. A due rule is one that is not off, not paused, and whose stored next
+run has come."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What a rule's fields must be (P3 §4), checked before anything is written, so a bad request changes
-nothing. Each check returns the value to store or raises an error naming the field. Shared by the real
+"""What a rule's fields must be (docs/runs.md#schedules), checked before anything is written, so a bad request
+changes nothing. Each check returns the value to store or raises an error naming the field. Shared by the real
 rule commands and the UI tests' fake, so both refuse the same things with the same words."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def check_title(value: str) -> str:
 
 
 def check_instruction(value: str) -> str:
-    # Kept verbatim (P3 §4: the user's words); only its emptiness and size are checked.
+    # Kept verbatim (docs/domain.md#rules: the user's words); only its emptiness and size are checked.
     if not value.strip():
         raise InvalidInputError("instruction", "must be non-empty: the user's words for what to do")
     if len(value) > INSTRUCTION_MAX:
@@ -32,7 +32,7 @@ def check_instruction(value: str) -> str:
 
 
 def check_trigger(value: object) -> dict[str, object]:
-    """`{kind: "schedule"}` or `{kind: "event", source, filter?}` (P3 §4 "Triggers"), checked."""
+    """`{kind: "schedule"}` or `{kind: "event", source, filter?}` (docs/runs.md#event-triggers), checked."""
     if not isinstance(value, Mapping):
         raise InvalidInputError(
             "trigger", 'must be an object: {"kind": "schedule"} or {"kind": "event", "source": ...}'

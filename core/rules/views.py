@@ -28,7 +28,8 @@ class RuleView:
     created_at: float
     updated_at: float
     trigger: dict[str, Any] = field(default_factory=lambda: {"kind": "schedule"})
-    # Budgets (P3 §8): the estimated cost of this calendar month's runs (in the rule's zone), in USD.
+    # Budgets (docs/cost.md#rule-budgets): the estimated cost of this calendar month's runs (in the rule's
+    # zone), in USD.
     month_cost_usd: float = 0.0
     month_budget_usd: float = 3.0
     run_budget_usd: float = 0.10
@@ -106,7 +107,7 @@ def skip_line(reason: str, lang: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RunLogEntry:
-    """One line of a rule's run log (P3 §5 "Auditing a rule"): time, mode, outcome, and what it said,
+    """One line of a rule's run log (docs/runs.md#the-run-log): time, mode, outcome, and what it said,
     would have said or why it was skipped. The Report, the version, the permission and the steps are there
     for the detail (expanding a row)."""
 
@@ -150,7 +151,8 @@ class RunLogEntry:
 def run_line(
     *, state: str, outcome: str, mode: str, reason: str, said: str, would: str, would_do: str, lang: str
 ) -> str:
-    """The run's line in words (P3 §5): 「本会发送:“…”」, 「失败:…」, 「跳过:电脑没开」, ..."""
+    """The run's line in words (docs/runs.md#the-run-log): 「本会发送:“…”」, 「失败:…」, 「跳过:电脑没开」,
+    ..."""
     language = as_language(lang)
     if state in ("queued",):
         return text(language, "rule_run.queued")

@@ -195,8 +195,8 @@ class RunDriver(Generic[W]):
         await self._db.write(mark)
 
     def _count_cost(self, run: LiveRun[W], event: ev.AssistantMessage) -> None:
-        """Add the response's estimated cost; at the budget the run is stopped (P3 §8). A response that was in
-        flight when the run stopped still counts."""
+        """Add the response's estimated cost; at the budget the run is stopped (docs/cost.md). A response that
+        was in flight when the run stopped still counts."""
         cost = self._meter.price(
             event.model, run.base_url, event.usage, configured=run.session.spec.model.model
         )
@@ -260,8 +260,8 @@ class RunDriver(Generic[W]):
             return
         session_id = run.session.session_id
         commands = [job.command for job in self._runtime.jobs.running(session_id)]
-        # The session is told at its next turn (P3 §11 "Job runs forever"): the note goes in first, so
-        # that turn starts with it; the jobs' own "killed" notices follow.
+        # The session is told at its next turn (docs/runs.md#settling-and-the-settle-limit): the note goes in
+        # first, so that turn starts with it; the jobs' own "killed" notices follow.
         note = limit.note.format(jobs=", ".join(commands) or "none")
         input_id = await self._policy.record_note(run, note)
         run.settle_timer = None

@@ -1,4 +1,5 @@
-"""The running time of a background run and its cap (P3 §8), shared by task runs (4 h) and rule runs (15 min).
+"""The running time of a background run and its cap (docs/runs.md#the-time-cap), shared by task runs (4 h) and
+rule runs (15 min).
 
 Running time counts from the run's start, minus the time it spent waiting on a person (an approval): a run
 that waits an hour for someone to say yes has not been working for that hour. It is read on the monotonic

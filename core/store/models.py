@@ -211,7 +211,8 @@ class DeliveryRow(Base):
 
 
 class ApprovalRow(Base):
-    """What waits for a person's decision (P3 §9 `approvals`): a task's question, or an approval."""
+    """What waits for a person's decision (docs/domain.md#questions-and-approvals): a task's question, or an
+    approval."""
 
     __tablename__ = "approvals"
     __table_args__ = (
@@ -242,7 +243,7 @@ class ApprovalRow(Base):
 
 
 class RuleRow(Base):
-    """A standing instruction in the user's own words, with a schedule and a mode (P3 §1, §9)."""
+    """A standing instruction in the user's own words, with a schedule and a mode (docs/domain.md#rules)."""
 
     __tablename__ = "rules"
     __table_args__ = (
@@ -270,9 +271,10 @@ class RuleRow(Base):
     updated_at: Mapped[float]
     # The version whose observe -> act question was answered 继续观察 (0: none); a new version asks again.
     observe_ack_version: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
-    # JSON: {"kind": "schedule"} (the timer) or {"kind": "event", "source": ..., "filter"?: {...}} (P3 §4).
+    # JSON: {"kind": "schedule"} (the timer) or {"kind": "event", "source": ..., "filter"?: {...}}
+    # (docs/runs.md#event-triggers).
     trigger: Mapped[str] = mapped_column(default=DEFAULT_TRIGGER, server_default=DEFAULT_TRIGGER)
-    # Budgets (migration 8, P3 §8): per run and per calendar month in the rule's zone.
+    # Budgets (migration 8, docs/cost.md): per run and per calendar month in the rule's zone.
     run_budget_usd: Mapped[float] = mapped_column(default=0.10, server_default=text("0.1"))
     month_budget_usd: Mapped[float] = mapped_column(default=3.0, server_default=text("3.0"))
     # "YYYY-MM@budget" of the last monthly-budget pause that was pushed: one push per month and level.

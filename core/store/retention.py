@@ -1,4 +1,4 @@
-"""The queries retention needs (P3 §11 "Disk growth"): which tasks a pass looks at, archiving them, their
+"""The queries retention needs (docs/retention.md): which tasks a pass looks at, archiving them, their
 folders' deletion dates, and pruning old run logs. Set-based, a few statements per batch of tasks or runs,
 each through an index (the tasks scan is the one exception: 10,000 rows in a few milliseconds); the policy
 (what is old enough) is the caller's.

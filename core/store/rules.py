@@ -1,4 +1,5 @@
-"""The `rules` and `rule_versions` tables: standing instructions with a schedule and a mode (P3 §1, §9).
+"""The `rules` and `rule_versions` tables: standing instructions with a schedule and a mode
+(docs/domain.md#rules).
 
 A rule's `version` counts its instructions: each new instruction is a `rule_versions` row, so a run that
 recorded its version can still show the words it ran. Only RuleService writes these tables.
@@ -26,7 +27,7 @@ PausedReason = Literal["", "failures", "budget"]
 # '' = the default cap, min(bot preset, workspace-write).
 GrantedPreset = Literal["", "read-only", "workspace-write", "full"]
 
-# A rule fires from its schedule unless its trigger says an event starts it (P3 §4 "Triggers").
+# A rule fires from its schedule unless its trigger says an event starts it (docs/runs.md#event-triggers).
 SCHEDULE_TRIGGER: Mapping[str, object] = MappingProxyType({"kind": "schedule"})
 
 KINDS: frozenset[str] = frozenset(get_args(RuleKind))
@@ -295,7 +296,7 @@ def _version_record(row: RuleVersionRow) -> RuleVersionRecord:
 
 def observed_done_runs(s: Session, rule_id: str, version: int) -> list[str]:
     """Ids of the rule's observe runs on `version` that ended `done`, newest first (the observe -> act
-    question counts these; failed and skipped runs don't count, P3 §5)."""
+    question counts these; failed and skipped runs don't count, docs/attention.md#observe-to-act)."""
     stmt = (
         select(RunRow.id)
         .where(

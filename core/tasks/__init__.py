@@ -1,2 +1,2 @@
-"""Background tasks (P3 §1-§3): TaskService and TaskRunner, with pure helpers (stage function, slots,
-Report validation, restart recovery planner) that take facts and the time from their callers."""
+"""Background tasks (docs/domain.md#tasks): TaskService and TaskRunner, with pure helpers (stage function,
+slots, Report validation, restart recovery planner) that take facts and the time from their callers."""

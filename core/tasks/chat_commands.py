@@ -1,4 +1,5 @@
-"""The chat agent's task tools (P3 §10): task_start, task_message and task_list, for one chat session.
+"""The chat agent's task tools (docs/architecture.md#the-local-api): task_start, task_message and task_list,
+for one chat session.
 
 Built when a chat session opens, with the chat's live turns, so a task started from a reply carries the
 turn that started it (the chip under that reply)."""

@@ -1,5 +1,6 @@
-"""A person's commands on tasks (P3 §1-§3, §8, §11): create, follow up, stop, delete, budget, keep. Each
-checks before it writes, so a refused command changes nothing; each state change is one transaction."""
+"""A person's commands on tasks (docs/domain.md#tasks, docs/cost.md#task-budget, docs/retention.md#keep):
+create, follow up, stop, delete, budget, keep.
+Each checks before it writes, so a refused command changes nothing; each state change is one transaction."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ TITLE_LENGTH = 40
 
 
 class ChatReserve(Protocol):
-    """Whether what is left of a bot's provider balance is kept for chat (the ReserveWatcher, P3 §8)."""
+    """Whether what is left of a bot's provider balance is kept for chat (the ReserveWatcher,
+    docs/cost.md)."""
 
     def is_low(self, bot_id: str) -> bool: ...
 
@@ -201,7 +203,8 @@ class TaskCommands:
             input_rows.insert_input(
                 s, id=input_id, kind=kind, text=text, now=now, task_id=task_id, from_person=True
             )
-            # Any use restarts the task's 30 idle days and takes back a folder's deletion date (P3 §11).
+            # Any use restarts the task's 30 idle days and takes back a folder's deletion date
+            # (docs/retention.md#idle-time).
             task_rows.update_task(s, task_id, now=now, last_used_at=now, cleanup_at=0.0)
             if active is not None:
                 input_rows.mark_delivered(s, input_id, run_id=active, now=now)
@@ -264,8 +267,8 @@ class TaskCommands:
     async def set_budget(
         self, task_id: str, *, add_usd: float | None = None, budget_usd: float | None = None
     ) -> TaskView:
-        """Raise the budget by `add_usd` or set it to `budget_usd` (exactly one; P3 §10 `/budget`). A task
-        stopped at its budget goes on with a new run. Refused, changing nothing: zero, negative, a total
+        """Raise the budget by `add_usd` or set it to `budget_usd` (exactly one; docs/cost.md#task-budget). A
+        task stopped at its budget goes on with a new run. Refused, changing nothing: zero, negative, a total
         over MAX_BUDGET_USD, or a budget at or below what is already spent."""
         if (add_usd is None) == (budget_usd is None):
             raise InvalidInputError("budget", "send exactly one of addUsd or budgetUsd")
@@ -321,8 +324,9 @@ class TaskCommands:
         return "added"
 
     async def keep(self, task_id: str) -> TaskDetail:
-        """保留 (P3 §11): the task counts as used now, so its folder's deletion date goes and the 30 idle
-        days start again. An archived task stays archived (its follow-ups stay closed); its folder is kept."""
+        """保留 (docs/retention.md#keep): the task counts as used now, so its folder's deletion date goes and
+        the 30 idle days start again. An archived task stays archived (its follow-ups stay closed); its folder
+        is kept."""
         await self._reads.task(task_id)
         now = self._clock.time()
         await self._db.write(
@@ -364,7 +368,8 @@ def _check_length(field: str, text: str) -> None:
 
 
 def _refuse_ended(task: TaskRecord) -> None:
-    """A stopped or archived task takes no follow-ups (P3 §11): a new task is the way on."""
+    """A stopped or archived task takes no follow-ups (docs/runs.md#follow-ups-and-steering): a new task is
+    the way on."""
     if task.end_reason in ("stopped", "archived") or task.archived_at:
         why = "archived" if task.archived_at else task.end_reason
         raise ConflictError(f"「{task.title}」 was {why}; it cannot continue. Start a new task instead.")

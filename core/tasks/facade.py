@@ -41,7 +41,8 @@ class TaskFacade(Protocol):
         ...
 
     async def keep(self, task_id: str) -> TaskDetail:
-        """保留: the task counts as used now, so its folder's deletion date is cleared (P3 §11)."""
+        """保留: the task counts as used now, so its folder's deletion date is cleared
+        (docs/retention.md#keep)."""
         ...
 
     async def export_markdown(self, task_id: str, lang: Language = "zh") -> str:

@@ -1,4 +1,4 @@
-"""Task folders: `tasks/<slug>-<id>/` inside the bot workspace (P3 §3), and their sizes."""
+"""Task folders: `tasks/<slug>-<id>/` inside the bot workspace (docs/domain.md#tasks), and their sizes."""
 
 from __future__ import annotations
 

@@ -47,7 +47,8 @@ SETTLE_LIMIT_NOTE = (
 
 
 def task_brief(*, words: str, brief: str, recent: Sequence[tuple[str, str]]) -> str:
-    """The task's first input (P3 §3 "Brief"): the user's words verbatim, the agent's brief, recent chat."""
+    """The task's first input (docs/chat.md#starting-a-task-from-chat): the user's words verbatim, the agent's
+    brief, recent chat."""
     parts = [f"The user asked:\n{words.strip()}"]
     if brief.strip() and brief.strip() != words.strip():
         parts.append(f"Brief from the chat assistant:\n{brief.strip()[:MAX_BRIEF]}")

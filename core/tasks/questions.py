@@ -1,4 +1,4 @@
-"""A task's questions (P3 §6 "Questions: ask early, keep working"): asked at once and pushed in the same
+"""A task's questions (docs/attention.md#questions): asked at once and pushed in the same
 transaction, answered by a person (steered into the run that asked, or a new run), late answers to a
 withdrawn question, and the open approvals and questions needs-you lists."""
 
@@ -121,7 +121,7 @@ class TaskQuestions:
 
     async def _late_answer(self, question: ApprovalRecord, answer: str) -> str:
         """An answer to a question the task withdrew (it finished with its default, or failed) reaches the
-        task as a late answer and resumes it (P3 §6)."""
+        task as a late answer and resumes it (docs/attention.md#questions)."""
         if not answer.strip():
             raise InvalidInputError("answer", "must not be empty; pick an option or write a reply")
         chosen = validate_answer(answer, question.options, allows_free_text=True)

@@ -1,5 +1,6 @@
-"""What a person, the UI and the API read of tasks (P3 §6, §10): views, the grouped list, a task's detail,
-the chips under the chat reply that started it, a run's steps and the Markdown export."""
+"""What a person, the UI and the API read of tasks (docs/retention.md#markdown-export): views, the grouped
+list, a task's detail, the chips under the chat reply that started it, a run's steps and the Markdown
+export."""
 
 from __future__ import annotations
 
@@ -141,8 +142,9 @@ class TaskReads:
         return live if live is not None else list(run.activity)
 
     async def export_markdown(self, task_id: str, lang: str = "zh") -> str:
-        """The task with every run, its steps and Reports as Markdown (P3 §6, §10), secrets redacted.
-        Rendered off the loop: a task with thousands of steps takes a few hundred milliseconds."""
+        """The task with every run, its steps and Reports as Markdown (docs/retention.md#markdown-export),
+        secrets redacted. Rendered off the loop: a task with thousands of steps takes a few hundred
+        milliseconds."""
         from core.export.task_markdown import task_markdown
 
         detail = await self.detail(task_id, lang)

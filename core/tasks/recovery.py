@@ -1,8 +1,8 @@
-"""The restart recovery planner (P3 §3 "Restart recovery" points 1-4, §11).
+"""The restart recovery planner (docs/recovery.md).
 
 A restart (app start, or the agent runtime coming back) loses the running turns, queued inbox
-messages, background jobs and pending approvals; session history and folders survive (P3 A.5). The host
-stored what it owes each session, and this module decides, from those facts alone, what to do about it.
+messages, background jobs and pending approvals; session history and folders survive (docs/recovery.md). The
+host stored what it owes each session, and this module decides, from those facts alone, what to do about it.
 It is a pure function of its inputs: planning twice on the same facts gives the same plan, and a plan
 once applied (runs ended, recover runs queued) plans nothing new on the next start."""
 
@@ -28,7 +28,9 @@ class LiveRun:
     """A run that had not ended when the host went away (`runs.state` queued, running or settling)."""
 
     run_id: str
-    task_id: str  # "" for a rule run: interrupted here, rerun or skipped by the rule's grace (P3 §3 point 7)
+    # "" for a rule run: the rule runner ends it `interrupted` at start and its schedule goes on from now
+    # (docs/recovery.md#what-a-start-does)
+    task_id: str
     bot_id: str
     state: str
     queued_at: float
@@ -94,7 +96,7 @@ def plan_recovery(
     inputs: Sequence[PendingInput],
     killed_jobs: Mapping[str, Sequence[str]],
 ) -> RecoveryPlan:
-    """Plan restart recovery from the stored facts (P3 §3 points 1-4).
+    """Plan restart recovery from the stored facts (docs/recovery.md#what-a-start-does).
 
     - Every run in `running` or `settling` was cut off. It ends `needs_you` if it had asked a question
       without a default (that question survives), otherwise `interrupted`.

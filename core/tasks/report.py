@@ -1,4 +1,5 @@
-"""The Report a task or rule run gives through `task_report` (P3 §1, §10), and its validation.
+"""The Report a task or rule run gives through `task_report` (docs/runs.md#the-report-tool), and its
+validation.
 
 Needs-you is classified from these structured fields, never from free text, so validation is strict,
 and every error says exactly what the model has to change: the model reads it as the tool result and
@@ -12,7 +13,7 @@ from typing import Literal, cast
 
 ReportState = Literal["progress", "needs_you", "done", "failed"]
 STATES: tuple[ReportState, ...] = ("progress", "needs_you", "done", "failed")
-MAX_MESSAGE = 300  # a pushed message fits one WeChat line (P3 §6 "Message shapes")
+MAX_MESSAGE = 300  # a pushed message fits one WeChat line (docs/push-rules.md#message-shape)
 MAX_MESSAGE_LINES = 2  # one line, plus an optional second only for a blocker or a limit
 MIN_OPTIONS = 2
 MAX_OPTIONS = 9  # bare-number answers on WeChat are one digit

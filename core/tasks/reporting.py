@@ -1,5 +1,6 @@
-"""A task session's `task_report` (P3 §1, §10): the run's report is recorded on the task, and a needs_you
-report with a question asks it at once. What the tool answers tells the model what to do next."""
+"""A task session's `task_report` (docs/runs.md#the-report-tool): the run's report is recorded on the task,
+and a needs_you report with a question asks it at once. What the tool answers tells the model what to do
+next."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""What a task's run owes its conversation (P3 §2 push rules): the result, the failure or the budget
-question, staged in the very transaction that ends the run so a crash never loses or repeats one; and the
-note to the chat session once a result reached the person."""
+"""What a task's run owes its conversation (docs/task-stages.md push rules): the result, the failure or the
+budget question, staged in the very transaction that ends the run so a crash never loses or repeats one; and
+the note to the chat session once a result reached the person."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ class ResultPush:
             reason = run.error or (report.message if report else "") or "unknown error"
             self._stage(s, task, run, "failure", pushed(lang, "failure", title=task.title, reason=reason))
         elif run.outcome == "budget":
-            # The budget question (P3 §8): pushed like any question; answered in needs-you or here.
+            # The budget question (docs/cost.md#the-budget-question): pushed like any question; answered in
+            # needs-you or here.
             line = pushed(lang, "budget", title=task.title, spent=f"{task.spent_usd:.2f}")
             self._stage(s, task, run, "question", f"{line}\n{pushed(lang, 'budget_options')}")
 
@@ -71,7 +72,8 @@ class ResultPush:
         )
 
     async def tell_chat(self, delivery: DeliveryRecord) -> None:
-        """The chat session learns that a result reached the user (P3 §10 `inject`), without a new turn."""
+        """The chat session learns that a result reached the user (docs/chat.md#a-chat-turn), without a new
+        turn."""
         if delivery.purpose != "result" or not delivery.task_id or self._runtime is None:
             return
         session = self._runtime.get(f"chat-{delivery.conversation_id}")

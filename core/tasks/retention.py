@@ -1,4 +1,4 @@
-"""Retention (P3 §11 "Disk growth", decision 9 as changed on 2026-11-01): what to do with idle tasks, their
+"""Retention (docs/retention.md): what to do with idle tasks, their
 folders and old run logs. Pure: facts and `now` in, decisions out; the sweeper reads and applies them.
 
 - A task with no run in flight, idle 30 days, is archived (hidden, no follow-ups, open questions withdrawn).

@@ -1,10 +1,10 @@
-"""The retention pass (P3 §11 "Disk growth"): archives idle tasks, dates and deletes idle task folders with
+"""The retention pass (docs/retention.md): archives idle tasks, dates and deletes idle task folders with
 their session files, and prunes old run logs. The policy is `core.tasks.retention`; everything it needs is in
 the database (`tasks.last_used_at`, `archived_at`, `cleanup_at`), so a restart or a month with the machine
 off changes nothing: the next pass picks up where the last one stopped.
 
-Nobody is asked and nothing is pushed (P3 §15.4): no needs-you row, no notification. Each changed task is
-announced with `TaskChanged`, so an open task detail shows its date.
+Nobody is asked and nothing is pushed (docs/retention.md): no needs-you row, no notification. Each changed
+task is announced with `TaskChanged`, so an open task detail shows its date.
 
 The work is split so the host never waits long: deciding runs on the database thread, folder checks and
 deletions in `asyncio.to_thread`, and changes are written in small transactions (each re-reads its tasks

@@ -1,4 +1,4 @@
-"""Runs of background tasks on the background lane (P3 §2-§3).
+"""Runs of background tasks on the background lane (docs/runs.md).
 
 A run goes `queued -> running <-> settling -> ended` (core.runs.driver drives it). It holds a slot while
 running or settling. It takes the task's untaken inputs, and ends when the session is quiet (no turn, no
@@ -56,8 +56,9 @@ __all__ = ["SETTLE_LIMIT_S", "TASK_LIMITS", "TASK_PREFIX", "TASK_RETRY", "TaskRu
 
 log = logging.getLogger(__name__)
 
-TASK_RETRY = RetryPolicy(delays_s=(15.0, 30.0, 60.0))  # P3 §11
-RUN_CAP_S = 4 * 3600.0  # P3 §8: running time per task run, time waiting on a person excluded
+TASK_RETRY = RetryPolicy(delays_s=(15.0, 30.0, 60.0))  # docs/runs.md#model-call-retries
+# docs/runs.md#the-time-cap: running time per task run, time waiting on a person excluded
+RUN_CAP_S = 4 * 3600.0
 OVER_TIME = text("zh", "run.over_time")
 TASK_LIMITS = RunLimits(
     TASK_RETRY, TimeCap(RUN_CAP_S, OVER_TIME), SettleLimit(SETTLE_LIMIT_S, SETTLE_LIMIT_NOTE)
@@ -79,8 +80,8 @@ RuleStarter = Callable[[str], Awaitable[None]]  # run id; the run holds its slot
 
 @dataclass
 class TaskWork:
-    """What a working task run knows of its task. Cost (P3 §8): what the task had spent before this run and
-    its budget, which a person may change while it works."""
+    """What a working task run knows of its task. Cost (docs/cost.md): what the task had spent before this run
+    and its budget, which a person may change while it works."""
 
     task_id: str
     spent_before: float
@@ -288,9 +289,9 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         self._wake.set()
 
     def serve_rule_runs(self, start: RuleStarter) -> None:
-        """Queued rule runs take background slots here too, in one order with task runs (P3 §3), so the
-        caps hold for both: `start(run_id)` is awaited once the run holds its slot. The rule runner gives
-        the slot back with `release`."""
+        """Queued rule runs take background slots here too, in one order with task runs
+        (docs/runs.md#the-background-lane-and-slots), so the caps hold for both: `start(run_id)` is awaited
+        once the run holds its slot. The rule runner gives the slot back with `release`."""
         self._rule_starter = start
 
     def release(self, run_id: str) -> None:
@@ -347,13 +348,14 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         queued = [
             SlotRequest(r.id, r.bot_id, r.cause, r.queued_at)
             for r in live
-            # A paused bot starts no new run (P3 §6 "Manual pause"); its queued runs wait for the unpause.
+            # A paused bot starts no new run (docs/runs.md#the-background-lane-and-slots); its queued runs
+            # wait for the unpause.
             if r.state == "queued"
             and (r.task_id or (r.rule_id and self._rule_starter is not None))
             and self._driver.live(r.id) is None
             and r.bot_id not in paused
-            # Below the reserve, what is left of the bot's balance is kept for chat (P3 §8): task runs
-            # wait; rule runs start only to be recorded skipped.
+            # Below the reserve, what is left of the bot's balance is kept for chat
+            # (docs/cost.md#the-chat-reserve): task runs wait; rule runs start only to be recorded skipped.
             and not (r.task_id and self._reserve_low(r.bot_id))
         ]
         rule_runs = {r.id for r in live if r.rule_id}
@@ -386,7 +388,7 @@ class TaskRunner(BackgroundRunner[TaskWork]):
             return
         if reached_budget(task.spent_usd, task.budget_usd):
             # Still over its budget (a person wrote while the budget question waits): the input is kept
-            # untaken and the question is asked again (P3 §8).
+            # untaken and the question is asked again (docs/cost.md#task-budget).
             await self._driver.end(run_id, Ending("budget"))
             return
         session = await self._open_session(task)
@@ -418,7 +420,8 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         if existing is not None:
             return existing
         model = await self._bots.model_config(task.bot_id)
-        # The preset is the task's snapshot from its creation (P3 §7); the writable root is the bot workspace.
+        # The preset is the task's snapshot from its creation (docs/permissions.md#who-gets-which-preset); the
+        # writable root is the bot workspace.
         permission = await self._bots.permission(task.bot_id, preset=task.permission)
         spec = SessionSpec(
             session_id=session_id,
@@ -444,7 +447,7 @@ class TaskRunner(BackgroundRunner[TaskWork]):
 
     async def reserve_changed(self, bot_id: str) -> None:
         """The bot's balance crossed its reserve. Below it, its working task runs stop and wait, queued, with
-        a note to go on (P3 §8); above it again, they start as slots allow."""
+        a note to go on (docs/cost.md#the-chat-reserve); above it again, they start as slots allow."""
         if self._reserve_low(bot_id):
             for run in [r for r in self._driver.runs() if r.bot_id == bot_id]:
                 await self._park(run)
@@ -477,8 +480,9 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         self._bus.publish(TaskChanged(task.id))
 
     def wait_for_person(self, task_id: str, waiting: bool) -> None:
-        """A task's call waits on an approval: its slot goes to other work meanwhile (P3 §7), and it takes
-        one again, as a person's wake, once the person has decided."""
+        """A task's call waits on an approval: its slot goes to other work meanwhile
+        (docs/attention.md#approvals), and it takes one again, as a person's wake, once the person has
+        decided."""
         run_id = self.active_run(task_id)
         run = self._driver.live(run_id) if run_id else None
         if run is None or run_id is None:

@@ -1,5 +1,5 @@
-"""Background tasks (P3 §1-§3): created by a person's request, run on background slots in their own session
-and folder, and report back into the conversation that asked. Durable across restarts.
+"""Background tasks (docs/domain.md#tasks): created by a person's request, run on background slots in their
+own session and folder, and report back into the conversation that asked. Durable across restarts.
 
 TaskService is the one object callers hold (the host, the API, the UI facade). It composes the parts, each
 in its own module and each a public attribute for callers that want only that part: the commands

@@ -1,4 +1,4 @@
-"""Background slots (P3 §3 "Concurrency and the reserved human lane").
+"""Background slots (docs/runs.md#the-background-lane-and-slots).
 
 Task and rule runs hold a slot while running or settling; chat turns never take one. Each bot has
 `per_bot` ordinary slots (or its own count from its settings), drawn from a pool of `overall` shared by all
@@ -13,7 +13,8 @@ from enum import IntEnum
 
 
 class Priority(IntEnum):
-    """Who goes first for a free slot; a higher value goes first (P3 §3 order)."""
+    """Who goes first for a free slot; a higher value goes first
+    (docs/runs.md#the-background-lane-and-slots)."""
 
     RULE_RUN = 1
     RECOVERY = 2
@@ -36,7 +37,8 @@ _PRIORITY_BY_CAUSE: dict[str, Priority] = {
 
 
 def priority_of(cause: str) -> Priority:
-    """The priority of a run cause (`runs.cause`, P3 §9). An unknown cause is a bug, not a guess."""
+    """The priority of a run cause (`runs.cause`, docs/domain.md#runs). An unknown cause is a bug, not a
+    guess."""
     try:
         return _PRIORITY_BY_CAUSE[cause]
     except KeyError:

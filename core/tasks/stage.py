@@ -1,4 +1,5 @@
-"""The task stage (P3 §2): one user-visible state computed from stored facts, first matching row wins.
+"""The task stage (docs/task-stages.md): one user-visible state computed from stored facts, first matching row
+wins.
 
 A task never stores its stage. The caller gathers `StageFacts` from tasks, runs, inputs, approvals and
 deliveries, and `task_stage` applies the table, so the stage can never drift from the facts behind it."""
@@ -18,7 +19,7 @@ REPORT_STATES = frozenset({"progress", "needs_you", "done", "failed"})
 class Stage:
     """A row of the stage table: its key, group, and the catalogue key of its label."""
 
-    row: int  # the P3 table row (1-9); callers may sort by it
+    row: int  # the stage table's row (1-9, docs/task-stages.md); callers may sort by it
     key: str
     group: StageGroup
     words: str  # `stage.<words>` in core's catalogue
@@ -85,7 +86,7 @@ class StageFacts:
 
 
 def task_stage(f: StageFacts) -> Stage:
-    """The P3 §2 stage table, first match wins.
+    """The stage table (docs/task-stages.md), first match wins.
 
     Rows 2-4 are lifted only by their own cause going away (the delivery goes out, the answer or approval
     is given, budget is added), which the caller reflects in the facts. Rows 5-6 describe the latest

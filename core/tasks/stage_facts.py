@@ -22,8 +22,8 @@ from core.tasks.stage import Stage, StageFacts, task_stage
 from core.tasks.views import TaskView
 
 DELIVERY_ATTEMPTS = 3
-# Held because only the person can open the way (P3 §2 row 2). Quiet hours, caps and a question waiting its
-# turn resolve by themselves, so they do not make a task "not delivered".
+# Held because only the person can open the way (docs/task-stages.md#the-stage-table, row 2). Quiet hours,
+# caps and a question waiting its turn resolve by themselves, so they do not make a task "not delivered".
 NEEDS_PERSON_HOLDS = frozenset({"window_closed", "quota", "channel_down"})
 
 
@@ -37,7 +37,7 @@ class TaskState:
     stage: Stage
 
     def latest_line(self) -> str:
-        """The first line of what the task last said (P3 §6 最新进展)."""
+        """The first line of what the task last said (docs/task-stages.md#latest-progress)."""
         ended = [r for r in self.runs if r.state == "ended"]
         if ended and ended[-1].outcome == "failed" and ended[-1].error:
             text = ended[-1].error

@@ -1,4 +1,4 @@
-"""Restart recovery (P3 §3): the runs a crash or a quit left running are ended `interrupted` (or
+"""Restart recovery (docs/runs.md): the runs a crash or a quit left running are ended `interrupted` (or
 `needs_you` when they had asked without a default), and each task that should go on gets a recovery note
 and a new run, oldest task first. Approvals that waited before the restart are expired once recovery has
 seen them (the calls that waited are gone with their turns)."""

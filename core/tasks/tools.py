@@ -1,5 +1,6 @@
-"""Model-facing task tools (P3 §10). Chat sessions get task_start, task_message and task_list; task sessions
-get task_report. The handlers call back into the task service through the small protocols below."""
+"""Model-facing task tools (docs/chat.md#chat-tools). Chat sessions get task_start, task_message and
+task_list; task sessions get task_report. The handlers call back into the task service through the small
+protocols below."""
 
 from __future__ import annotations
 

@@ -95,8 +95,8 @@ class TaskDetail:
     session_bytes: int
     report: dict[str, Any] | None
     runs: tuple[RunView, ...]
-    # Retention (P3 §11 "Disk growth"): when the folder will be deleted (0: no date set) and when the task
-    # was last used; 保留 (`keep`) clears the date and restarts the 30 idle days.
+    # Retention (docs/retention.md): when the folder will be deleted (0: no date set) and when the task was
+    # last used; 保留 (`keep`) clears the date and restarts the 30 idle days.
     cleanup_at: float = 0.0
     idle_since: float = 0.0
 

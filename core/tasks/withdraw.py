@@ -1,4 +1,4 @@
-"""Closing a task's open questions when a run ends done or failed (P3 §6 "What else ends a question")."""
+"""Closing a task's open questions when a run ends done or failed (docs/attention.md#questions)."""
 
 from __future__ import annotations
 

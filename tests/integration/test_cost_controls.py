@@ -1,4 +1,5 @@
-"""Cost controls end to end (P3 §8): the real host, a real SQLite file and the scripted model over HTTP.
+"""Cost controls end to end (docs/cost.md): the real host, a real SQLite file and the scripted model over
+HTTP.
 
 The scripted model is priced with an override of $4 per million input tokens (nothing for output), so a
 response that reports 100,000 prompt tokens costs exactly $0.40."""
@@ -51,7 +52,7 @@ async def attention(client: httpx.AsyncClient) -> list[dict[str, Any]]:
 async def test_a_task_stops_at_its_budget_asks_and_goes_on_when_given_more(
     host: Host, script: SessionScript
 ) -> None:
-    """The P3 3e exit demo: $1 budget, $0.40 a step; the third step crosses it."""
+    """A $1 budget at $0.40 a step: the third step crosses it (docs/cost.md#task-budget)."""
     script.add(
         "Compile the report",
         [step("echo one"), step("echo two"), step("echo three"), reported("done", "The report is ready.")],

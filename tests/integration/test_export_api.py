@@ -1,5 +1,5 @@
-"""Markdown export over the API (P3 §10 `/export`): a task with three runs and a rule's run log, checked
-for content and for redaction, and the refusals."""
+"""Markdown export over the API (docs/retention.md#markdown-export): a task with three runs and a rule's run
+log, checked for content and for redaction, and the refusals."""
 
 from __future__ import annotations
 

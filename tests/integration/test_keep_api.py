@@ -1,4 +1,5 @@
-"""保留 over the API (P3 §10 `/keep`): the folder's deletion date goes and the idle days start again."""
+"""保留 over the API (docs/retention.md#keep): the folder's deletion date goes and the idle days start
+again."""
 
 from __future__ import annotations
 

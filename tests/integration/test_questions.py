@@ -1,4 +1,4 @@
-"""Questions from tasks (P3 §6 "Questions: ask early, keep working"): asked at once; with a default the run
+"""Questions from tasks (docs/attention.md#questions): asked at once; with a default the run
 goes on and an answer is steered in; finishing first withdraws it; without a default the task waits."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Retention against a real SQLite file and real folders (P3 §11 "Disk growth", decision 9, §15.4): 35 days
+"""Retention against a real SQLite file and real folders (docs/retention.md): 35 days
 with a pass each day, a restart in the middle, a machine off for a month, and the sweeper's own timer."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Rules from chat and in needs-you (P3 §4 Authoring and Triggers, §5, §6, §7): the chat agent's rule_create,
-a rule paused after failures, the observe -> act question, approvals in rule runs and event triggers. The
-real host on a fake clock, a real SQLite file and the scripted model over HTTP."""
+"""Rules from chat and in needs-you (docs/chat.md#rules-from-chat, docs/runs.md#rule-runs, docs/attention.md):
+the chat agent's rule_create, a rule paused after failures, the observe -> act question, approvals in rule
+runs and event triggers. The real host on a fake clock, a real SQLite file and the scripted model over
+HTTP."""
 
 from __future__ import annotations
 

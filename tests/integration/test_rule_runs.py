@@ -1,4 +1,4 @@
-"""Rule runs end to end (P3 §1, §4, §5, §7): the real host on a fake clock, a real SQLite file and the
+"""Rule runs end to end (docs/runs.md#rule-runs): the real host on a fake clock, a real SQLite file and the
 scripted model over HTTP. Reminders, act and observe runs, failure pausing, the run log and the scheduler."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""48 simulated hours of three rules on a real host (P3 §4, §5): a real SQLite file, the scripted model over
-HTTP on 127.0.0.1, and a fake clock moved in 5-minute steps, with the machine asleep for 3 hours in the
-middle (`jump_wall` + `resync("resume")`).
+"""48 simulated hours of three rules on a real host (docs/runs.md#rule-runs): a real SQLite file, the scripted
+model over HTTP on 127.0.0.1, and a fake clock moved in 5-minute steps, with the machine asleep for 3 hours in
+the middle (`jump_wall` + `resync("resume")`).
 
 - a daily 08:00 reminder (no model turn);
 - an every-30-minutes acting check that reports a message on every third run and stays quiet otherwise;

@@ -1,5 +1,6 @@
-"""Rules over the real API (P3 §4 "Authoring", §10): create, list, read, edit, versions, delete and preview,
-with the host on a fake clock so "now" stays put. No rule fires here; that is the scheduler's part."""
+"""Rules over the real API (docs/architecture.md#the-local-api): create, list, read, edit, versions, delete
+and preview, with the host on a fake clock so "now" stays put. No rule fires here; that is the scheduler's
+part."""
 
 from __future__ import annotations
 

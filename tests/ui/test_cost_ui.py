@@ -1,8 +1,8 @@
-"""Cost, retention and export on the desktop (issue 7, P3 §6 3f and §8), as a person meets them: the task
-detail's 「约 $0.08 / $1.00」 with 改 (saved through the facade, a refusal said in place), each run's cost,
-the folder's sizes and 「文件夹将于 12月2日 清理」 with 保留, 导出 on the task and rule details (written off
-the UI thread to the path the person chose), a rule's cost this month, and the budget card's
-[继续（+$1）] [停止] in needs-you."""
+"""Cost, retention and export on the desktop (issue 7, docs/desktop.md#task-detail and docs/cost.md), as a
+person meets them: the task detail's 「约 $0.08 / $1.00」 with 改 (saved through the facade, a refusal said in
+place), each run's cost, the folder's sizes and 「文件夹将于 12月2日 清理」 with 保留, 导出 on the task and
+rule details (written off the UI thread to the path the person chose), a rule's cost this month, and the
+budget card's [继续（+$1）] [停止] in needs-you."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The question card in the conversation, as a person meets it (P3 §6: "the same card in the conversation and
-in needs you"): option buttons and 回复… while a task's question is open, 批准一次 / 拒绝 for an approval,
-the answer going out without the window waiting, a refusal said under the card, and once the question is
-closed (here, in needs-you or over the API) one grey line instead of the buttons."""
+"""The question card in the conversation, as a person meets it (docs/attention.md#questions: "the same card in
+the conversation and in needs you"): option buttons and 回复… while a task's question is open, 批准一次 / 拒绝
+for an approval, the answer going out without the window waiting, a refusal said under the card, and once the
+question is closed (here, in needs-you or over the API) one grey line instead of the buttons."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Rules in the bot panel (P3 §6, as built in 3f): rows after the open tasks with their state (grey observe,
-green act, red paused with why), a rule opened in place with the user's words and the next run, the
+"""Rules in the bot panel (docs/desktop.md#bot-panel): rows after the open tasks with their state (grey
+observe, green act, red paused with why), a rule opened in place with the user's words and the next run, the
 [观察 | 执行] toggle, the run log only when the facade keeps one, 删除 after a confirm, and the rule editor
 (its live preview, and refusals shown at the field the core names)."""
 
@@ -292,7 +292,7 @@ async def test_the_editor_refuses_every_under_15_minutes_at_the_minutes_field_th
     editor = RuleEditor(rules, bot_id="bot-1")
     qtbot.addWidget(editor)
     editor.show()
-    assert editor.mode_toggle.mode == "act"  # act by default (P3 §5)
+    assert editor.mode_toggle.mode == "act"  # act by default (docs/runs.md#observe-and-act)
     editor.title_input.setText("Check the build")
     editor.words_input.setPlainText("Look at the nightly build and tell me if it broke")
     editor.set_kind("every")

@@ -1,5 +1,6 @@
-"""Answer routing on chat channels (P3 §6): a message answers a task question only by a quote, its code,
-or a bare option number or label while the question is the bot's latest message; anything else is chat."""
+"""Answer routing on chat channels (docs/push-rules.md#answer-routing): a message answers a task question only
+by a quote, its code, or a bare option number or label while the question is the bot's latest message;
+anything else is chat."""
 
 from __future__ import annotations
 

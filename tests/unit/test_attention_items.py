@@ -1,4 +1,4 @@
-"""The needs-you list (P3 §6 mock-up, §10): items per kind, their actions, the order, and the API shape."""
+"""The needs-you list (docs/attention.md): items per kind, their actions, the order, and the API shape."""
 
 from __future__ import annotations
 
@@ -159,7 +159,8 @@ def test_every_kind_has_actions_from_the_p3_list() -> None:
 
 
 def test_what_still_asks_is_not_dismissable() -> None:
-    # P3 §15 point 4: questions, approvals, budget, failed task, paused rule, expired login, undelivered
+    # docs/attention.md#what-appears: questions, approvals, budget, failed task, paused rule, expired login,
+    # undelivered
     for kind in (
         "question",
         "approval",
@@ -496,7 +497,8 @@ def test_check_answer_takes_an_option_number_or_label_or_free_text_for_a_questio
 def test_check_answer_takes_options_or_words_for_budget_and_only_options_for_observe() -> None:
     items = one_of_each()
     assert check_answer(items["task_budget"], "1") == "继续"
-    assert check_answer(items["task_budget"], "再给 3 美元") == "再给 3 美元"  # an amount (P3 §8)
+    # an amount (docs/cost.md#the-budget-question)
+    assert check_answer(items["task_budget"], "再给 3 美元") == "再给 3 美元"
     assert check_answer(items["observe_ready"], "继续观察") == "继续观察"
     with pytest.raises(AnswerError, match="not one of the options"):
         check_answer(items["observe_ready"], "3")

@@ -1,5 +1,5 @@
-"""The outbox's attention budget (P3 §6, §11): quiet hours, daily caps, coalescing and digests, one open
-question, channel state, message shapes and the retry schedule. Pure functions: time is passed in."""
+"""The outbox's attention budget (docs/push-rules.md): quiet hours, daily caps, coalescing and digests, one
+open question, channel state, message shapes and the retry schedule. Pure functions: time is passed in."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The Markdown exports of a task and of a rule (P3 §6, §10): content in both languages, structure that
-user text cannot break, and redaction. The view objects are built directly; nothing is stored."""
+"""The Markdown exports of a task and of a rule (docs/retention.md#markdown-export): content in both
+languages, structure that user text cannot break, and redaction. The view objects are built directly; nothing
+is stored."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The notification gate (P3 §6 Web/desktop): needs-you items and results, only while the window isn't
-focused, at most one per item, never for an item that is not pushed."""
+"""The notification gate (docs/push-rules.md#os-notifications): needs-you items and results, only while the
+window isn't focused, at most one per item, never for an item that is not pushed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The restart recovery planner (P3 §3 "Restart recovery", §11): which runs end how, which tasks are
+"""The restart recovery planner (docs/recovery.md): which runs end how, which tasks are
 recovered and in what order, which inputs are delivered again, and the note the agent reads."""
 
 from __future__ import annotations

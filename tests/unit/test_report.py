@@ -1,4 +1,5 @@
-"""Report validation (P3 §1, §10): every rule, and errors that tell the model what to change."""
+"""Report validation (docs/runs.md#the-report-tool): every rule, and errors that tell the model what to
+change."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The retention policy (P3 §11 "Disk growth", decision 9 and §15.4), decision by decision."""
+"""The retention policy (docs/retention.md), decision by decision."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Rule schedules (P3 §4): parsing and its errors, next fires per kind and zone, DST, cron against croniter,
-words, preview and the missed-run grace."""
+"""Rule schedules (docs/runs.md#schedules): parsing and its errors, next fires per kind and zone, DST, cron
+against croniter, words, preview and the missed-run grace."""
 
 from __future__ import annotations
 

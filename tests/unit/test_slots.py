@@ -1,4 +1,5 @@
-"""Background slots (P3 §3): per-bot and overall caps, the reserved person slot, and who starts first."""
+"""Background slots (docs/runs.md#the-background-lane-and-slots): per-bot and overall caps, the reserved
+person slot, and who starts first."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The task stage table (P3 §2), row by row, then the rows that compete: first match wins."""
+"""The task stage table (docs/task-stages.md), row by row, then the rows that compete: first match wins."""
 
 from __future__ import annotations
 

@@ -98,7 +98,8 @@ async def run_foreground(ctx: ToolContext, command: str, timeout_s: float) -> st
     )
 
 
-# `rm -r`, `rm -rf`, `rm -fR`, `rm --recursive`: deleting a tree asks a person first (P3 §15.4).
+# `rm -r`, `rm -rf`, `rm -fR`, `rm --recursive`: deleting a tree asks a person first
+# (docs/permissions.md#approvals).
 RECURSIVE_DELETE = re.compile(r"(^|[;&|(]|\s)rm\s+(-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\b")
 
 
