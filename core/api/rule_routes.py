@@ -18,6 +18,7 @@ from aiohttp import web
 from core.api.validation import json_object, optional_str, required_str
 from core.delivery.outbox import local_zone
 from core.errors import InvalidInputError
+from core.translations import Language
 
 if TYPE_CHECKING:
     from core.host import Host
@@ -149,14 +150,14 @@ def _optional(body: dict[str, Any], field: str) -> str | None:
     return value
 
 
-def _lang(request: web.Request, body: dict[str, Any]) -> str:
+def _lang(request: web.Request, body: dict[str, Any]) -> Language:
     """The body's `lang`, else `?lang=`, else zh."""
     lang = body.get("lang")
     if lang is None or lang == "":
         lang = request.query.get("lang", "zh")
     if lang not in ("zh", "en"):  # an empty list or object is no language either
         raise InvalidInputError("lang", "must be zh or en")
-    return str(lang)
+    return "zh" if lang == "zh" else "en"
 
 
 def _instant(value: object, field: str = "from") -> float | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.bots.local_models import DEFAULT_OLLAMA_URL, PROBE_TIMEOUT_S, ollama_models
 from core.bots.views import ModelPreset
-from core.translations import as_language, text
+from core.translations import Language, as_language, text
 
 _CLOUD: tuple[ModelPreset, ...] = (
     ModelPreset(
@@ -40,7 +40,7 @@ class ModelPresets:
         self.ollama_url = ollama_url
         self._probe_timeout_s = probe_timeout_s
 
-    async def list(self, lang: str = "zh") -> list[ModelPreset]:
+    async def list(self, lang: Language = "zh") -> list[ModelPreset]:
         presets = list(_CLOUD)
         models = await ollama_models(self.ollama_url, timeout_s=self._probe_timeout_s)
         if models is not None:

@@ -36,6 +36,7 @@ from core.ids import new_id
 from core.store import bots as bot_rows
 from core.store.bots import BotRecord
 from core.store.database import Database
+from core.translations import Language
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +248,7 @@ class BotService:
         model: str,
         api_key: str | None = None,
         bot_id: str | None = None,
-        lang: str = "zh",
+        lang: Language = "zh",
     ) -> ConnectionCheck:
         base_url = validate_base_url(base_url)
         if not base_url:
@@ -262,7 +263,7 @@ class BotService:
         api_key = validate_api_key(api_key)
         return await check_connection(base_url, model, api_key, clock=self._clock, lang=lang)
 
-    async def model_presets(self, lang: str = "zh") -> builtins.list[ModelPreset]:
+    async def model_presets(self, lang: Language = "zh") -> builtins.list[ModelPreset]:
         return await self.presets.list(lang)
 
     # ---- model and permission -----------------------------------------------------------------------

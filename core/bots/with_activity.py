@@ -9,10 +9,11 @@ from typing import Protocol
 
 from core.bots.service import BotService
 from core.bots.views import BotActivity, BotUpdate, BotView, ConnectionCheck, ModelPreset
+from core.translations import Language
 
 
 class ActivityReader(Protocol):
-    async def read(self, lang: str = "zh") -> builtins.list[BotActivity]: ...
+    async def read(self, lang: Language = "zh") -> builtins.list[BotActivity]: ...
 
 
 class BotsWithActivity:
@@ -35,13 +36,13 @@ class BotsWithActivity:
         model: str,
         api_key: str | None = None,
         bot_id: str | None = None,
-        lang: str = "zh",
+        lang: Language = "zh",
     ) -> ConnectionCheck:
         return await self._bots.test_connection(base_url, model, api_key, bot_id, lang)
 
-    async def model_presets(self, lang: str = "zh") -> builtins.list[ModelPreset]:
+    async def model_presets(self, lang: Language = "zh") -> builtins.list[ModelPreset]:
         return await self._bots.model_presets(lang)
 
-    async def activity(self, lang: str = "zh") -> builtins.list[BotActivity]:
+    async def activity(self, lang: Language = "zh") -> builtins.list[BotActivity]:
         """Each bot's sidebar state (working / waiting / idle) and line."""
         return await self._activity.read(lang)

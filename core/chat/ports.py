@@ -16,6 +16,7 @@ from typing import Protocol
 
 from core.agent.tool_api import ToolSpec
 from core.chat.views import LiveReply, MessageView, TaskChip
+from core.translations import Language
 
 
 class InboundChat(Protocol):
@@ -33,4 +34,4 @@ class ChatToolSource(Protocol):
 
 
 class TaskChips(Protocol):
-    async def chips(self, conversation_id: str, lang: str = "zh") -> dict[str, list[TaskChip]]: ...
+    async def chips(self, conversation_id: str, lang: Language = "zh") -> dict[str, list[TaskChip]]: ...

@@ -36,6 +36,7 @@ from core.rules.views import ObserveReady, PausedRule, RuleVersionView, RuleView
 from core.store import rules as rule_rows
 from core.store.database import Database
 from core.store.rules import SCHEDULE_TRIGGER, RuleChanges, RuleRecord
+from core.translations import Language
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class RuleCommands:
         mode: str = "act",
         conversation_id: str | None = None,
         trigger: object = None,
-        lang: str = "zh",
+        lang: Language = "zh",
     ) -> RuleView:
         """A new rule at version 1, in `act` unless the person asked to watch first (`observe`).
 
@@ -141,7 +142,7 @@ class RuleCommands:
         schedule: object = None,
         mode: str | None = None,
         trigger: object = None,
-        lang: str = "zh",
+        lang: Language = "zh",
     ) -> RuleView:
         """Change what is given. New words are a new version (the mode stays); a new schedule, or turning an
         `off` rule back on, counts the next run from now, so nothing missed meanwhile fires late. An event
@@ -240,32 +241,37 @@ class RuleCommands:
 
     # ---- reads (RuleService's) ------------------------------------------------------------------------
 
-    async def get(self, rule_id: str, lang: str = "zh") -> RuleView:
+    async def get(self, rule_id: str, lang: Language = "zh") -> RuleView:
         return await self._rules.get(rule_id, lang)
 
-    async def list_rules(self, bot_id: str | None = None, lang: str = "zh") -> list[RuleView]:
+    async def list_rules(self, bot_id: str | None = None, lang: Language = "zh") -> list[RuleView]:
         return await self._rules.list_rules(bot_id, lang)
 
     async def versions(self, rule_id: str) -> list[RuleVersionView]:
         return await self._rules.versions(rule_id)
 
     async def runs(
-        self, rule_id: str, before: float | None = None, lang: str = "zh", *, limit: int | None = RUN_LOG_PAGE
+        self,
+        rule_id: str,
+        before: float | None = None,
+        lang: Language = "zh",
+        *,
+        limit: int | None = RUN_LOG_PAGE,
     ) -> list[RunLogEntry]:
         return await self._rules.runs(rule_id, before, lang, limit=limit)
 
-    async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:
+    async def export_markdown(self, rule_id: str, lang: Language = "zh") -> str:
         return await self._rules.export_markdown(rule_id, lang)
 
     def preview(
-        self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"
+        self, schedule: object, *, after: float | None = None, count: int = 5, lang: Language = "zh"
     ) -> dict[str, object]:
         return self._rules.preview(schedule, after=after, count=count, lang=lang)
 
     async def paused(self) -> list[PausedRule]:
         return await self._rules.paused()
 
-    async def observe_ready(self, lang: str = "zh") -> list[ObserveReady]:
+    async def observe_ready(self, lang: Language = "zh") -> list[ObserveReady]:
         return await self._rules.observe_ready(lang)
 
     async def rule_of_run(self, run_id: str) -> RuleRecord | None:

@@ -18,6 +18,7 @@ from core.store import runs as run_rows
 from core.store.database import Database
 from core.store.rules import RuleRecord
 from core.store.runs import RunRecord
+from core.translations import Language
 
 RUN_LOG_PAGE = 50
 LOG_ON_LOOP = RUN_LOG_PAGE  # up to a page of run log entries is built on the loop; more in a thread
@@ -29,7 +30,12 @@ class RunLog:
         self._bots = bots
 
     async def runs(
-        self, rule_id: str, before: float | None = None, lang: str = "zh", *, limit: int | None = RUN_LOG_PAGE
+        self,
+        rule_id: str,
+        before: float | None = None,
+        lang: Language = "zh",
+        *,
+        limit: int | None = RUN_LOG_PAGE,
     ) -> list[RunLogEntry]:
         """The rule's run log, newest first (docs/runs.md#the-run-log); runs queued before `before` only when
         given, `limit` at a time (None: all of it)."""

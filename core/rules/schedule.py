@@ -395,7 +395,7 @@ def iso_local(ts: float, tz: str) -> str:
 
 
 def preview(
-    data: object, *, default_tz: str, after: float, count: int, lang: str = "zh"
+    data: object, *, default_tz: str, after: float, count: int, lang: Language = "zh"
 ) -> dict[str, object]:
     """What a schedule would do: its words and the next `count` fire times after `after` (1..50).
 

@@ -29,6 +29,7 @@ from core.store import rules as rule_rows
 from core.store import runs as run_rows
 from core.store.database import Database
 from core.store.rules import RuleRecord
+from core.translations import Language
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class RuleService:
 
         return await self._db.read(read)
 
-    async def observe_ready(self, lang: str = "zh") -> list[ObserveReady]:
+    async def observe_ready(self, lang: Language = "zh") -> list[ObserveReady]:
         """Rules the person put in observe that have OBSERVED_ENOUGH good runs on their current version and
         whose question was not answered 继续观察 for it (docs/attention.md#observe-to-act)."""
 
@@ -124,7 +125,7 @@ class RuleService:
 
     # ---- reads (one rule) ---------------------------------------------------------------------------
 
-    async def get(self, rule_id: str, lang: str = "zh") -> RuleView:
+    async def get(self, rule_id: str, lang: Language = "zh") -> RuleView:
         now = self._clock.time()
 
         def read(s: Session) -> tuple[RuleRecord, float] | None:
@@ -136,7 +137,7 @@ class RuleService:
             raise NotFoundError("rule", rule_id)
         return rule_view(found[0], lang, found[1])
 
-    async def list_rules(self, bot_id: str | None = None, lang: str = "zh") -> list[RuleView]:
+    async def list_rules(self, bot_id: str | None = None, lang: Language = "zh") -> list[RuleView]:
         """Newest first; one bot's when `bot_id` is given."""
         if bot_id is not None:
             await self._bots.get(bot_id)  # an unknown bot is a 404, not an empty list
@@ -163,12 +164,17 @@ class RuleService:
         return [RuleVersionView(v.version, v.instruction, v.created_at) for v in found]
 
     async def runs(
-        self, rule_id: str, before: float | None = None, lang: str = "zh", *, limit: int | None = RUN_LOG_PAGE
+        self,
+        rule_id: str,
+        before: float | None = None,
+        lang: Language = "zh",
+        *,
+        limit: int | None = RUN_LOG_PAGE,
     ) -> list[RunLogEntry]:
         """The rule's run log, newest first (see `core.rules.run_log`)."""
         return await self._log.runs(rule_id, before, lang, limit=limit)
 
-    async def export_markdown(self, rule_id: str, lang: str = "zh") -> str:
+    async def export_markdown(self, rule_id: str, lang: Language = "zh") -> str:
         """The rule, its versions and its whole run log as Markdown (docs/retention.md#markdown-export),
         secrets redacted."""
         from core.export.rule_markdown import rule_markdown
@@ -181,7 +187,7 @@ class RuleService:
         return await asyncio.to_thread(rule_markdown, rule, versions, log, lang=lang, exported_at=now)
 
     def preview(
-        self, schedule: object, *, after: float | None = None, count: int = 5, lang: str = "zh"
+        self, schedule: object, *, after: float | None = None, count: int = 5, lang: Language = "zh"
     ) -> dict[str, object]:
         """The schedule in words and its next `count` times strictly after `after` (default now), for a
         person to confirm before saving. Nothing is stored."""

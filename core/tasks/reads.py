@@ -23,6 +23,7 @@ from core.tasks.folders import folder_size
 from core.tasks.runner import TaskRunner
 from core.tasks.stage_facts import TaskState, load_state, load_states
 from core.tasks.views import RunView, TaskDetail, TaskView
+from core.translations import Language
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -61,11 +62,11 @@ class TaskReads:
             lambda s: load_state(s, task, active=self._runner.active_run(task.id) is not None)
         )
 
-    async def view(self, task_id: str, lang: str = "zh") -> TaskView:
+    async def view(self, task_id: str, lang: Language = "zh") -> TaskView:
         return (await self.state(await self.task(task_id))).view(lang)
 
     async def list_tasks(
-        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: str = "zh"
+        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: Language = "zh"
     ) -> list[TaskView]:
         for group in groups or []:
             if group not in GROUPS:
@@ -80,7 +81,7 @@ class TaskReads:
         views = [state.view(lang) for state in states]
         return [v for v in views if not groups or v.group in groups]
 
-    async def detail(self, task_id: str, lang: str = "zh") -> TaskDetail:
+    async def detail(self, task_id: str, lang: Language = "zh") -> TaskDetail:
         task = await self.task(task_id)
         state = await self.state(task)
         words = await self._db.read(
@@ -121,7 +122,7 @@ class TaskReads:
             idle_since=task.idle_since,
         )
 
-    async def chips(self, conversation_id: str, lang: str = "zh") -> dict[str, list[TaskChip]]:
+    async def chips(self, conversation_id: str, lang: Language = "zh") -> dict[str, list[TaskChip]]:
         """Tasks started from this conversation, by the chat turn that started them (for the reply's chip)."""
         tasks = await self._db.read(lambda s: task_rows.tasks_of_conversation(s, conversation_id))
         chips: dict[str, list[TaskChip]] = {}
@@ -141,7 +142,7 @@ class TaskReads:
         live = self._runner.live_steps(run_id)
         return live if live is not None else list(run.activity)
 
-    async def export_markdown(self, task_id: str, lang: str = "zh") -> str:
+    async def export_markdown(self, task_id: str, lang: Language = "zh") -> str:
         """The task with every run, its steps and Reports as Markdown (docs/retention.md#markdown-export),
         secrets redacted. Rendered off the loop: a task with thousands of steps takes a few hundred
         milliseconds."""

@@ -35,6 +35,7 @@ from core.tasks.runner import TASK_LIMITS, TASK_RETRY, TaskRunner
 from core.tasks.slots import SlotPolicy, Slots
 from core.tasks.tools import task_report_tool
 from core.tasks.views import TaskDetail, TaskView
+from core.translations import Language
 
 if TYPE_CHECKING:
     from core.agent.model_config import RetryPolicy
@@ -154,24 +155,24 @@ class TaskService:
 
     # ---- reads (core.tasks.reads) ---------------------------------------------------------------------
 
-    async def view(self, task_id: str, lang: str = "zh") -> TaskView:
+    async def view(self, task_id: str, lang: Language = "zh") -> TaskView:
         return await self.reads.view(task_id, lang)
 
     async def list_tasks(
-        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: str = "zh"
+        self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: Language = "zh"
     ) -> list[TaskView]:
         return await self.reads.list_tasks(bot_id=bot_id, groups=groups, lang=lang)
 
-    async def detail(self, task_id: str, lang: str = "zh") -> TaskDetail:
+    async def detail(self, task_id: str, lang: Language = "zh") -> TaskDetail:
         return await self.reads.detail(task_id, lang)
 
-    async def chips(self, conversation_id: str, lang: str = "zh") -> dict[str, list[TaskChip]]:
+    async def chips(self, conversation_id: str, lang: Language = "zh") -> dict[str, list[TaskChip]]:
         return await self.reads.chips(conversation_id, lang)
 
     async def run_activity(self, task_id: str, run_id: str) -> list[dict[str, object]]:
         return await self.reads.run_activity(task_id, run_id)
 
-    async def export_markdown(self, task_id: str, lang: str = "zh") -> str:
+    async def export_markdown(self, task_id: str, lang: Language = "zh") -> str:
         return await self.reads.export_markdown(task_id, lang)
 
     # ---- questions (core.tasks.questions) --------------------------------------------------------------
