@@ -232,20 +232,26 @@ async def test_one_pushed_question_per_conversation_the_next_waits_until_the_fir
         await asked(host, client, cid, "Dinner at 7 or at 8?")
 
 
-async def test_a_delivery_that_keeps_failing_shows_in_needs_you(host: Host, script: SessionScript) -> None:
+async def _stuck_delivery(host: Host, client: httpx.AsyncClient) -> str:
+    """A new conversation with one result whose retries are used up (held, channel down); its id."""
     from core.store import deliveries as delivery_rows
 
+    cid: str = (await client.post("/api/conversations", json={})).json()["id"]
+    bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+
+    def stuck(s: Any) -> None:
+        delivery_rows.insert_delivery(
+            s, id="r_x:result", bot_id=bot, conversation_id=cid, purpose="result", text="hi", now=1.0
+        )
+        delivery_rows.set_delivery_status(s, "r_x:result", "held", held_reason="channel_down")
+
+    await host.db.write(stuck)
+    return cid
+
+
+async def test_a_delivery_that_keeps_failing_shows_in_needs_you(host: Host, script: SessionScript) -> None:
     async with running_api(host) as client:
-        cid = (await client.post("/api/conversations", json={})).json()["id"]
-        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
-
-        def stuck(s: Any) -> None:
-            delivery_rows.insert_delivery(
-                s, id="r_x:result", bot_id=bot, conversation_id=cid, purpose="result", text="hi", now=1.0
-            )
-            delivery_rows.set_delivery_status(s, "r_x:result", "held", held_reason="channel_down")
-
-        await host.db.write(stuck)
+        cid = await _stuck_delivery(host, client)
         [item] = (await client.get("/api/attention")).json()["items"]
         assert (item["kind"], item["conversationId"]) == ("undelivered", cid)
         assert "open" in item["actions"]
@@ -255,19 +261,9 @@ async def test_a_stuck_delivery_that_goes_out_announces_that_needs_you_changed(h
     """The window's needs-you list re-reads on AttentionChanged; a delivery leaving its 没送达 row behind
     changes no task, so without it the row would stay on screen."""
     from core.changes import AttentionChanged
-    from core.store import deliveries as delivery_rows
 
     async with running_api(host) as client:
-        cid = (await client.post("/api/conversations", json={})).json()["id"]
-        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
-
-        def stuck(s: Any) -> None:
-            delivery_rows.insert_delivery(
-                s, id="r_x:result", bot_id=bot, conversation_id=cid, purpose="result", text="hi", now=1.0
-            )
-            delivery_rows.set_delivery_status(s, "r_x:result", "held", held_reason="channel_down")
-
-        await host.db.write(stuck)
+        await _stuck_delivery(host, client)
         assert len((await client.get("/api/attention")).json()["items"]) == 1
         seen: list[object] = []
         host.bus.subscribe(seen.append)
