@@ -242,11 +242,15 @@ class MainWindow(QMainWindow):
         bridge.botsChanged.connect(self.reload_bots)
         bridge.botsChanged.connect(self._activity_timer.start)
         bridge.attentionChanged.connect(self._activity_timer.start)
-        bridge.taskChanged.connect(lambda _task_id: self._activity_timer.start())
+        # A bound slot, not a lambda: Qt drops it with the window, so no later change reaches a dead timer.
+        bridge.taskChanged.connect(self._task_changed_activity)
         bridge.conversationsChanged.connect(self._activity_timer.start)
         bridge.taskChanged.connect(self.bot_panel.on_task_changed)
         bridge.runStepAdded.connect(self.bot_panel.on_run_step)
         bridge.ruleChanged.connect(self.bot_panel.on_rule_changed)
+
+    def _task_changed_activity(self, _task_id: str) -> None:
+        self._activity_timer.start()
 
     def _build_task_panes(self, tasks: TaskFacade, bridge: EventBridge) -> None:
         self.task_list = TaskListView(tasks, self.pane)
