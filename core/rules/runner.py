@@ -136,8 +136,7 @@ class RuleRunPolicy:
     outbox: Outbox
     rules: RuleService
     lane: RuleLane
-    time_cap: TimeCap
-    settle_limit: SettleLimit
+    limits: RunLimits
 
     saves_every_turn = False  # its run log shows a run once it has ended
     session_outlives_run = False  # `rule-<rule>-<n>` serves this run only
@@ -291,16 +290,7 @@ class RuleRunner(BackgroundRunner[RuleWork]):
     ) -> None:
         self._outbox = outbox
         self._lane = lane
-        self._policy = RuleRunPolicy(
-            db,
-            bus,
-            clock,
-            outbox,
-            rules,
-            lane,
-            limits.time_cap,
-            limits.settle,
-        )
+        self._policy = RuleRunPolicy(db, bus, clock, outbox, rules, lane, limits)
         super().__init__(db, bus, clock, bots, self._policy, spending, limits.retry)
         self._queue_lock = asyncio.Lock()
 

@@ -253,7 +253,7 @@ class RunDriver(Generic[W]):
             await self.end(run_id, Ending("failed", NO_RESULT))
 
     async def _settle_limit(self, run_id: str) -> None:
-        limit = self._policy.settle_limit
+        limit = self._policy.limits.settle
         await self._clock.sleep(limit.seconds)
         run = self._live.get(run_id)
         if run is None or self._runtime is None:
@@ -272,7 +272,7 @@ class RunDriver(Generic[W]):
 
     async def _time_cap(self, run_id: str) -> None:
         """Fail the run once it has run for the cap (core.runs.running_time says what counts)."""
-        cap = self._policy.time_cap
+        cap = self._policy.limits.time_cap
         current = functools.partial(self._live.get, run_id)
         if await reach_cap(self._clock, cap.seconds, current, self._jobs_running):
             await self._stop_at(run_id, Ending("failed", cap.error))

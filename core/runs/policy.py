@@ -59,10 +59,9 @@ class RunLimits:
 
 class RunPolicy(Protocol[W]):
     @property
-    def time_cap(self) -> TimeCap: ...
-
-    @property
-    def settle_limit(self) -> SettleLimit: ...
+    def limits(self) -> RunLimits:
+        """The run's retries, running-time cap and settle limit."""
+        ...
 
     @property
     def saves_every_turn(self) -> bool:

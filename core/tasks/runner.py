@@ -110,8 +110,7 @@ class TaskRunPolicy:
     db: Database
     bus: EventBus
     clock: Clock
-    time_cap: TimeCap
-    settle_limit: SettleLimit
+    limits: RunLimits
     release: Callable[[str], None]  # gives the run's slot back, so the next queued run may start
     on_finished: Finished
     owed_pushes: OwedPushes
@@ -253,16 +252,7 @@ class TaskRunner(BackgroundRunner[TaskWork]):
     ) -> None:
         self._slots = slots
         self._tools = tools
-        self._policy = TaskRunPolicy(
-            db,
-            bus,
-            clock,
-            limits.time_cap,
-            limits.settle,
-            release=self.release,
-            on_finished=on_finished,
-            owed_pushes=owed_pushes,
-        )
+        self._policy = TaskRunPolicy(db, bus, clock, limits, self.release, on_finished, owed_pushes)
         super().__init__(db, bus, clock, bots, self._policy, spending, limits.retry)
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None

@@ -14,13 +14,14 @@ import pytest
 from sqlalchemy.orm import Session
 
 from core.agent import events as ev
+from core.agent.model_config import RetryPolicy
 from core.clock import FakeClock
 from core.cost.meter import CostMeter, RunCost
 from core.cost.prices import Cost
 from core.ids import new_id
 from core.runs.driver import NO_RESULT, RunDriver
 from core.runs.live_run import LiveRun
-from core.runs.policy import Ending, SettleLimit, TimeCap
+from core.runs.policy import Ending, RunLimits, SettleLimit, TimeCap
 from core.store import bots, conversations, runs, tasks
 from core.store.database import Database
 from core.store.runs import RunRecord
@@ -124,8 +125,11 @@ class _FixedPrice(CostMeter):
 
 @dataclass
 class _Policy:
-    time_cap: TimeCap = field(default_factory=lambda: TimeCap(CAP_S, "ran too long"))
-    settle_limit: SettleLimit = field(default_factory=lambda: SettleLimit(SETTLE_LIMIT_S, NOTE))
+    limits: RunLimits = field(
+        default_factory=lambda: RunLimits(
+            RetryPolicy(), TimeCap(CAP_S, "ran too long"), SettleLimit(SETTLE_LIMIT_S, NOTE)
+        )
+    )
     saves_every_turn: bool = False
     session_outlives_run: bool = False
     budget_usd: float = 0.0  # 0: no budget
