@@ -199,9 +199,10 @@ class Host:
         self._background: set[asyncio.Task[None]] = set()
         self.bus.subscribe(self._on_event)
         # Called by `resync()` after the outbox looked again: the scheduler recomputes, channels reconnect.
-        self._resync_listeners: list[Callable[[str], Awaitable[None]]] = []
-        self.on_resync(self.scheduler.recompute)
-        self.on_resync(self._resync_background)
+        self._resync_listeners: list[Callable[[str], Awaitable[None]]] = [
+            self.scheduler.recompute,
+            self._resync_background,
+        ]
         # Said plainly to the user (health, doctor) and to the model: whether shell commands are sandboxed.
         self.sandbox_note = ""
 
