@@ -1,0 +1,1 @@
+"""WeChat through its personal-bot protocol, iLink (docs/channels.md)."""
