@@ -116,6 +116,11 @@ def _add_cost_and_retention(conn: Connection) -> None:
     add_column(conn, "rules", Column("budget_pushed", String, nullable=False, server_default=""))
 
 
+def _create_channel_tables(conn: Connection) -> None:
+    names = ("channels", "inbound_messages", "channel_peers")
+    Base.metadata.create_all(conn, tables=[Base.metadata.tables[n] for n in names])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -125,7 +130,8 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "rules and rule_versions: scheduled standing instructions", _create_rules),
     Migration(7, "rules: observe_ack_version and trigger", _add_rule_ack_and_trigger),
     Migration(8, "costs by currency, task use and archive, rule budgets", _add_cost_and_retention),
-    # Append here: Migration(9, "...", _function_taking_a_connection),
+    Migration(9, "channels, inbound_messages, channel_peers: chat platforms", _create_channel_tables),
+    # Append here: Migration(10, "...", _function_taking_a_connection),
 ]
 
 

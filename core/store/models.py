@@ -290,3 +290,58 @@ class RuleVersionRow(Base):
     version: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     instruction: Mapped[str]
     created_at: Mapped[float]
+
+
+class ChannelRow(Base):
+    """A bot's connection to a chat platform (migration 9). Its login token is in the keyring, never here."""
+
+    __tablename__ = "channels"
+    __table_args__ = (Index("ix_channels_bot_id", "bot_id"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    bot_id: Mapped[str] = mapped_column(ForeignKey("bots.id"))
+    kind: Mapped[str]  # wechat | feishu | dingtalk | telegram
+    account: Mapped[str] = mapped_column(default="", server_default="")  # the platform's id of the bot
+    owner: Mapped[str] = mapped_column(default="", server_default="")  # the user who connected it
+    base_url: Mapped[str] = mapped_column(default="", server_default="")  # the account's API, when its own
+    status: Mapped[str] = mapped_column(default="connecting", server_default="connecting")
+    status_reason: Mapped[str] = mapped_column(default="", server_default="")
+    # Where the platform's stream of messages was read up to; moved only with the messages it covers.
+    cursor: Mapped[str] = mapped_column(default="", server_default="")
+    created_at: Mapped[float]
+    updated_at: Mapped[float]
+
+
+class InboundRow(Base):
+    """A message that came in on a channel, stored before the platform's cursor moves past it. `key` is
+    its dedupe key, so a redelivery is stored once, across restarts; `handled_at` is set once the chat
+    pipeline has it (a message of ours in its conversation)."""
+
+    __tablename__ = "inbound_messages"
+    __table_args__ = (
+        Index("ux_inbound_channel_key", "channel_id", "key", unique=True),
+        Index("ix_inbound_channel_handled", "channel_id", "handled_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    channel_id: Mapped[str] = mapped_column(ForeignKey("channels.id"))
+    key: Mapped[str]
+    peer: Mapped[str]  # who wrote: the platform's user (or group) id
+    platform_id: Mapped[str] = mapped_column(default="", server_default="")  # its message id there
+    body: Mapped[str]  # JSON: what the message said (text, items, quote) as the adapter read it
+    received_at: Mapped[float]
+    handled_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    message_id: Mapped[int] = mapped_column(default=0, server_default=_ZERO)  # messages.id once handled
+
+
+class ChannelPeerRow(Base):
+    """What a channel knows of one peer: the latest reply token it sent, when it last wrote (the window
+    to reply in opens from there), and the conversation it chats in."""
+
+    __tablename__ = "channel_peers"
+
+    channel_id: Mapped[str] = mapped_column(ForeignKey("channels.id"), primary_key=True)
+    peer: Mapped[str] = mapped_column(primary_key=True)
+    reply_token: Mapped[str] = mapped_column(default="", server_default="")
+    last_inbound_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    conversation_id: Mapped[str] = mapped_column(default="", server_default="")

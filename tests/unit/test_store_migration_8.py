@@ -60,7 +60,7 @@ def test_migration_8_adds_its_columns_and_old_rows_read_with_the_defaults(engine
             )
         )
 
-    assert run_migrations(engine, now=2.0) == [8]
+    assert run_migrations(engine, now=2.0, migrations=MIGRATIONS[:8]) == [8]
     for table, columns in _ADDED.items():
         assert set(columns) <= {c["name"] for c in inspect(engine).get_columns(table)}
     with Session(engine) as s:

@@ -1,0 +1,219 @@
+"""The `channels`, `inbound_messages` and `channel_peers` tables: a bot's chat-platform connections, the
+messages that came in on them, and what each channel knows of a peer (docs/channels.md).
+
+A batch from a platform is stored with the cursor that follows it in one transaction (`store_batch`), so
+a crash leaves either both or neither: the platform then sends the batch again and the dedupe keys drop
+what was already stored. Nothing is lost, nothing is taken twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from core.store.errors import NotFoundError
+from core.store.models import ChannelPeerRow, ChannelRow, InboundRow
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelRecord:
+    id: str
+    bot_id: str
+    kind: str
+    account: str
+    owner: str
+    base_url: str
+    status: str
+    status_reason: str
+    cursor: str
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """One message of a batch, as the adapter read it."""
+
+    key: str  # its dedupe key
+    peer: str
+    platform_id: str
+    body: dict[str, Any]
+    reply_token: str  # '' when the message carried none: the peer's last one stays
+
+
+@dataclass(frozen=True, slots=True)
+class InboundRecord:
+    id: int
+    channel_id: str
+    key: str
+    peer: str
+    platform_id: str
+    body: dict[str, Any]
+    received_at: float
+    handled_at: float
+    message_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PeerRecord:
+    channel_id: str
+    peer: str
+    reply_token: str
+    last_inbound_at: float
+    conversation_id: str
+
+
+def _channel(row: ChannelRow) -> ChannelRecord:
+    return ChannelRecord(
+        id=row.id,
+        bot_id=row.bot_id,
+        kind=row.kind,
+        account=row.account,
+        owner=row.owner,
+        base_url=row.base_url,
+        status=row.status,
+        status_reason=row.status_reason,
+        cursor=row.cursor,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _inbound(row: InboundRow) -> InboundRecord:
+    return InboundRecord(
+        id=row.id,
+        channel_id=row.channel_id,
+        key=row.key,
+        peer=row.peer,
+        platform_id=row.platform_id,
+        body=json.loads(row.body),
+        received_at=row.received_at,
+        handled_at=row.handled_at,
+        message_id=row.message_id,
+    )
+
+
+def insert_channel(s: Session, *, id: str, bot_id: str, kind: str, now: float) -> ChannelRecord:
+    row = ChannelRow(id=id, bot_id=bot_id, kind=kind, created_at=now, updated_at=now)
+    s.add(row)
+    s.flush()
+    return _channel(row)
+
+
+def get_channel(s: Session, channel_id: str) -> ChannelRecord | None:
+    row = s.get(ChannelRow, channel_id)
+    return _channel(row) if row is not None else None
+
+
+def channels_of_bot(s: Session, bot_id: str) -> list[ChannelRecord]:
+    stmt = (
+        select(ChannelRow).where(ChannelRow.bot_id == bot_id).order_by(ChannelRow.created_at, ChannelRow.id)
+    )
+    return [_channel(row) for row in s.scalars(stmt)]
+
+
+def all_channels(s: Session) -> list[ChannelRecord]:
+    return [_channel(row) for row in s.scalars(select(ChannelRow).order_by(ChannelRow.created_at))]
+
+
+def _row(s: Session, channel_id: str) -> ChannelRow:
+    row = s.get(ChannelRow, channel_id)
+    if row is None:
+        raise NotFoundError("channel", channel_id)
+    return row
+
+
+def set_status(s: Session, channel_id: str, status: str, *, reason: str = "", now: float) -> None:
+    row = _row(s, channel_id)
+    row.status, row.status_reason, row.updated_at = status, reason, now
+
+
+def set_account(s: Session, channel_id: str, *, account: str, owner: str, base_url: str, now: float) -> None:
+    """After a login: whose bot this is, who connected it, and the API base URL the platform gave."""
+    row = _row(s, channel_id)
+    row.account, row.owner, row.base_url, row.updated_at = account, owner, base_url, now
+    row.cursor = ""  # a new login reads the new account's stream from its start
+
+
+def delete_channel(s: Session, channel_id: str) -> None:
+    """The channel with its stored messages and peers."""
+    s.execute(delete(InboundRow).where(InboundRow.channel_id == channel_id))
+    s.execute(delete(ChannelPeerRow).where(ChannelPeerRow.channel_id == channel_id))
+    s.delete(_row(s, channel_id))
+
+
+def store_batch(
+    s: Session, channel_id: str, arrivals: Sequence[Arrival], *, cursor: str, now: float
+) -> list[InboundRecord]:
+    """Store what is new in a batch, each peer's latest reply token and time, and the cursor after the
+    batch ('' keeps the old one), in the caller's one transaction. Returns the newly stored messages in
+    order; a key stored before (a redelivery, also across restarts, or twice in one batch) is skipped."""
+    channel = _row(s, channel_id)
+    keys = {a.key for a in arrivals}
+    known = set(
+        s.scalars(select(InboundRow.key).where(InboundRow.channel_id == channel_id, InboundRow.key.in_(keys)))
+    )
+    stored: list[InboundRow] = []
+    for arrival in arrivals:
+        if arrival.key in known:
+            continue
+        known.add(arrival.key)
+        row = InboundRow(
+            channel_id=channel_id,
+            key=arrival.key,
+            peer=arrival.peer,
+            platform_id=arrival.platform_id,
+            body=json.dumps(arrival.body, ensure_ascii=False),
+            received_at=now,
+        )
+        s.add(row)
+        stored.append(row)
+        peer = s.get(ChannelPeerRow, (channel_id, arrival.peer))
+        if peer is None:
+            peer = ChannelPeerRow(channel_id=channel_id, peer=arrival.peer)
+            s.add(peer)
+        peer.last_inbound_at = now
+        if arrival.reply_token:
+            peer.reply_token = arrival.reply_token
+    if cursor:
+        channel.cursor = cursor
+    channel.updated_at = now
+    s.flush()
+    return [_inbound(row) for row in stored]
+
+
+def unhandled(s: Session, channel_id: str) -> list[InboundRecord]:
+    """Stored messages the chat pipeline does not have yet, oldest first (after a restart: all of these)."""
+    stmt = (
+        select(InboundRow)
+        .where(InboundRow.channel_id == channel_id, InboundRow.handled_at == 0)
+        .order_by(InboundRow.id)
+    )
+    return [_inbound(row) for row in s.scalars(stmt)]
+
+
+def mark_handled(s: Session, inbound_id: int, *, message_id: int, now: float) -> None:
+    row = s.get(InboundRow, inbound_id)
+    if row is None:
+        raise NotFoundError("inbound message", str(inbound_id))
+    row.handled_at, row.message_id = now, message_id
+
+
+def get_peer(s: Session, channel_id: str, peer: str) -> PeerRecord | None:
+    row = s.get(ChannelPeerRow, (channel_id, peer))
+    if row is None:
+        return None
+    return PeerRecord(row.channel_id, row.peer, row.reply_token, row.last_inbound_at, row.conversation_id)
+
+
+def set_peer_conversation(s: Session, channel_id: str, peer: str, conversation_id: str) -> None:
+    row = s.get(ChannelPeerRow, (channel_id, peer))
+    if row is None:
+        row = ChannelPeerRow(channel_id=channel_id, peer=peer)
+        s.add(row)
+    row.conversation_id = conversation_id
