@@ -57,3 +57,10 @@ class RuleChanged:
     """A rule was created, edited (title, words, schedule, mode) or deleted: re-read it, or drop it."""
 
     rule_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelChanged:
+    """A bot's chat channel was added, removed, or its status changed (connected, login expired, error)."""
+
+    channel_id: str

@@ -73,6 +73,7 @@ class FakeILink:
         self._peers: dict[str, _Peer] = {}
         self._arrived = asyncio.Event()
         self._closing = asyncio.Event()
+        self._polled = asyncio.Event()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -116,6 +117,13 @@ class FakeILink:
         again = next(m for m in self.log if m.get("message_id") == message_id)
         self.log.append(dict(again))
         self._arrived.set()
+
+    async def wait_for_polls(self, count: int, timeout: float = 5.0) -> None:
+        """Until `count` getupdates calls have been answered or are being held."""
+        async with asyncio.timeout(timeout):
+            while self.polls < count:
+                self._polled.clear()
+                await self._polled.wait()
 
     # ---- server -------------------------------------------------------------------------------------
 
@@ -195,6 +203,7 @@ class FakeILink:
         cursor = str(body.get("get_updates_buf", ""))
         start = int(cursor[1:]) if cursor.startswith("c") and cursor[1:].isdigit() else 0
         self.polls += 1
+        self._polled.set()
         if start >= len(self.log):
             self._arrived.clear()
             with contextlib.suppress(TimeoutError):
