@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session
 from core.store.errors import NotFoundError
 from core.store.models import ChannelPeerRow, ChannelRow, InboundRow
 
+USED_UP = 1_000_000  # sends_since_inbound once the platform said no more until the peer writes
+
 
 @dataclass(frozen=True, slots=True)
 class ChannelRecord:
@@ -66,6 +68,7 @@ class PeerRecord:
     reply_token: str
     last_inbound_at: float
     conversation_id: str
+    sends_since_inbound: int = 0
 
 
 def _channel(row: ChannelRow) -> ChannelRecord:
@@ -178,6 +181,7 @@ def store_batch(
             peer = ChannelPeerRow(channel_id=channel_id, peer=arrival.peer)
             s.add(peer)
         peer.last_inbound_at = now
+        peer.sends_since_inbound = 0  # the peer wrote: the platform lets us answer again
         if arrival.reply_token:
             peer.reply_token = arrival.reply_token
     if cursor:
@@ -208,7 +212,23 @@ def get_peer(s: Session, channel_id: str, peer: str) -> PeerRecord | None:
     row = s.get(ChannelPeerRow, (channel_id, peer))
     if row is None:
         return None
-    return PeerRecord(row.channel_id, row.peer, row.reply_token, row.last_inbound_at, row.conversation_id)
+    return PeerRecord(
+        row.channel_id,
+        row.peer,
+        row.reply_token,
+        row.last_inbound_at,
+        row.conversation_id,
+        row.sends_since_inbound,
+    )
+
+
+def count_send(s: Session, channel_id: str, peer: str, *, used_up: bool = False) -> None:
+    """One more send to `peer` since it last wrote; `used_up` when the platform refused it, so nothing more
+    is tried until the peer writes again."""
+    row = s.get(ChannelPeerRow, (channel_id, peer))
+    if row is None:
+        raise NotFoundError("channel peer", f"{channel_id}/{peer}")
+    row.sends_since_inbound = USED_UP if used_up else row.sends_since_inbound + 1
 
 
 def set_peer_conversation(s: Session, channel_id: str, peer: str, conversation_id: str) -> None:

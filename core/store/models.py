@@ -344,4 +344,6 @@ class ChannelPeerRow(Base):
     peer: Mapped[str] = mapped_column(primary_key=True)
     reply_token: Mapped[str] = mapped_column(default="", server_default="")
     last_inbound_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
+    # Sends to the peer since it last wrote (every attempt counts); the platform allows only so many.
+    sends_since_inbound: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     conversation_id: Mapped[str] = mapped_column(default="", server_default="")

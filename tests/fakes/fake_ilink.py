@@ -8,8 +8,8 @@ It speaks the protocol as `core.channels.wechat` reads it, and checks what we se
 - `getupdates` needs the Bearer token, parks until a message is queued (`user_says`) or `hold_s` passes, and
   answers with the messages after the cursor (`c<N>`; an unknown cursor gets everything).
 - `sendmessage` records each body in `sent`. It checks the context token against the tokens it gave out,
-  and answers `ret=-2` on the 11th send per token or once the fake clock is 24 h past the peer's last
-  message; else `ret=0` with a fresh `message_id`.
+  and answers `ret=-2` on the 11th send per token (`sends_per_token`) or once the fake clock is 24 h past
+  the peer's last message; else `ret=0` with a fresh `message_id`.
 - Switches: `expire_session` (every call `-14`), `fail_next` (HTTP statuses or "timeout" / "not-json" /
   "ret" for the next calls of a path), `redeliver(message_id)`.
 """
@@ -61,6 +61,7 @@ class FakeILink:
         self.account_id = account_id
         self.owner_id = owner_id
         self.hold_s = hold_s
+        self.sends_per_token = SENDS_PER_TOKEN
         self._now = now or (lambda: asyncio.get_running_loop().time())
         self.qr_script: list[str] = ["wait", "scaned", "confirmed"]
         self.qr_polls: list[dict[str, str]] = []
@@ -233,7 +234,7 @@ class FakeILink:
             self.refused_sends.append("unknown context token")
             return web.json_response({"ret": -2, "errmsg": "prepare failed"})
         count = peer.sends.get(message.context_token, 0) + 1
-        if count > SENDS_PER_TOKEN or self._now() - peer.last_said_at > WINDOW_S:
+        if count > self.sends_per_token or self._now() - peer.last_said_at > WINDOW_S:
             self.refused_sends.append("the peer must write first")
             return web.json_response({"ret": -2, "errmsg": "prepare failed"})
         peer.sends[message.context_token] = count
