@@ -180,6 +180,8 @@ class FakeILink:
             return fault
         self.qr_polls.append(dict(request.query))
         status = self.qr_script.pop(0) if len(self.qr_script) > 1 else self.qr_script[0]
+        if status == "scaned_but_redirect":
+            return web.json_response({"status": status, "redirect_host": self.base_url.split("://", 1)[1]})
         if status != "confirmed":
             return web.json_response({"status": status})
         return web.json_response(
