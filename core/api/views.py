@@ -16,6 +16,7 @@ def conversation_json(c: ConversationView) -> dict[str, Any]:
         "updatedAt": c.updated_at,
         "lastLine": c.last_line,
         "busy": c.busy,
+        "channel": c.channel,
     }
 
 

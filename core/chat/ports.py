@@ -20,8 +20,9 @@ from core.translations import Language
 
 
 class InboundChat(Protocol):
-    async def say(self, conversation_id: str, text: str) -> MessageView:
-        """Store the person's message and queue the chat turn that answers it; the reply comes later."""
+    async def say(self, conversation_id: str, text: str, *, source: str = "") -> MessageView:
+        """Store the person's message and queue the chat turn that answers it; the reply comes later. A
+        `source` (a channel's stored message) is stored once however often it is said."""
         ...
 
 

@@ -185,6 +185,7 @@ class ChatService:
                 updated_at=c.updated_at,
                 last_line=(last.text.strip().splitlines() or [""])[0][:120] if last else "",
                 busy=self._is_busy(c.id),
+                channel=c.channel,
             )
             for c, last in rows
         ]
@@ -249,7 +250,9 @@ class ChatService:
         self._bus.publish(ConversationsChanged())
         return await self.get_conversation(conversation_id)
 
-    async def say(self, conversation_id: str, text: str) -> MessageView:
+    async def say(self, conversation_id: str, text: str, *, source: str = "") -> MessageView:
+        """Store the person's words and queue the turn that answers them. With `source` (a channel's stored
+        message), saying it again gives the message stored the first time and starts no second turn."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("text", "must be a non-empty string")
         if len(text) > MAX_TEXT:
@@ -257,9 +260,17 @@ class ChatService:
         conversation = await self._conversation(conversation_id)
         now = self._clock.time()
 
-        def store(s: Session) -> MessageRecord:
+        def store(s: Session) -> tuple[MessageRecord, bool]:
+            if source and (earlier := msg_rows.message_from(s, conversation_id, source)) is not None:
+                return earlier, False
             record = msg_rows.insert_message(
-                s, conversation_id=conversation_id, role="user", text=text, state="queued", now=now
+                s,
+                conversation_id=conversation_id,
+                role="user",
+                text=text,
+                state="queued",
+                now=now,
+                source=source,
             )
             msg_rows.set_input_id(s, record.id, _input_id(record.id))
             if not conversation.title:
@@ -269,9 +280,11 @@ class ChatService:
             conv_rows.touch_conversation(s, conversation_id, now)
             found = msg_rows.get_message(s, record.id)
             assert found is not None
-            return found
+            return found, True
 
-        record = await self._db.write(store)
+        record, new = await self._db.write(store)
+        if not new:
+            return message_view(record)  # handed over before; its turn was queued then (or is recovered)
         self._bus.publish(MessagesChanged(conversation_id))
         self._bus.publish(ConversationsChanged())
         session = await self._session(conversation)

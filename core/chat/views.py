@@ -93,3 +93,4 @@ class ConversationView:
     updated_at: float
     last_line: str
     busy: bool
+    channel: str = "desktop"  # where its person writes from: desktop, wechat, ...

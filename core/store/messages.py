@@ -59,6 +59,7 @@ def insert_message(
     duration_ms: int = 0,
     activity: Sequence[Mapping[str, object]] | None = None,
     task_id: str = "",
+    source: str = "",
 ) -> MessageRecord:
     row = MessageRow(
         conversation_id=conversation_id,
@@ -72,6 +73,7 @@ def insert_message(
         tokens_out=tokens_out,
         duration_ms=duration_ms,
         task_id=task_id,
+        source=source,
         activity=json.dumps([dict(step) for step in activity or ()], ensure_ascii=False, allow_nan=False),
         created_at=now,
     )
@@ -82,6 +84,15 @@ def insert_message(
 
 def get_message(s: Session, id: int) -> MessageRecord | None:
     row = s.get(MessageRow, id)
+    return None if row is None else _record(row)
+
+
+def message_from(s: Session, conversation_id: str, source: str) -> MessageRecord | None:
+    """The message of this conversation that came from `source` (a channel's stored message), if any."""
+    stmt = select(MessageRow).where(
+        MessageRow.conversation_id == conversation_id, MessageRow.source == source
+    )
+    row = s.scalars(stmt.limit(1)).first()
     return None if row is None else _record(row)
 
 

@@ -119,6 +119,9 @@ def _add_cost_and_retention(conn: Connection) -> None:
 def _create_channel_tables(conn: Connection) -> None:
     names = ("channels", "inbound_messages", "channel_peers")
     Base.metadata.create_all(conn, tables=[Base.metadata.tables[n] for n in names])
+    add_column(conn, "messages", Column("source", String, nullable=False, server_default=""))
+    source_index = next(i for i in Base.metadata.tables["messages"].indexes if i.name == "ix_messages_source")
+    source_index.create(conn, checkfirst=True)
 
 
 MIGRATIONS: list[Migration] = [
@@ -130,7 +133,11 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "rules and rule_versions: scheduled standing instructions", _create_rules),
     Migration(7, "rules: observe_ack_version and trigger", _add_rule_ack_and_trigger),
     Migration(8, "costs by currency, task use and archive, rule budgets", _add_cost_and_retention),
-    Migration(9, "channels, inbound_messages, channel_peers: chat platforms", _create_channel_tables),
+    Migration(
+        9,
+        "channels, inbound_messages, channel_peers, messages.source: chat platforms",
+        _create_channel_tables,
+    ),
     # Append here: Migration(10, "...", _function_taking_a_connection),
 ]
 

@@ -62,6 +62,8 @@ class MessageRow(Base):
         Index("ix_messages_conversation_id_id", "conversation_id", "id"),
         # Every `input_taken` event from the agent is matched back to its message by input id.
         Index("ix_messages_input_id", "input_id"),
+        # A message that came in on a channel is stored once however often it is handed over (migration 9).
+        Index("ix_messages_source", "source"),
         # Never reuse the id of a deleted last row (plain SQLite rowids would); other databases never do.
         {"sqlite_autoincrement": True},
     )
@@ -80,6 +82,8 @@ class MessageRow(Base):
     duration_ms: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     # A JSON list of step dicts; stored as text so the schema is the same on every database.
     activity: Mapped[str] = mapped_column(default="[]", server_default="[]")
+    # Where a person's message came from outside the window, e.g. `inbound:<channel>:<n>`; '' for the desktop.
+    source: Mapped[str] = mapped_column(default="", server_default="")
     created_at: Mapped[float]
 
 

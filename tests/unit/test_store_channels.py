@@ -65,6 +65,8 @@ def test_migration_9_adds_the_channel_tables_to_a_version_8_database_and_keeps_i
 
     assert run_migrations(engine, now=2.0, migrations=MIGRATIONS[:9]) == [9]
     assert set(inspect(engine).get_table_names()) >= CHANNEL_TABLES
+    assert "source" in {c["name"] for c in inspect(engine).get_columns("messages")}
+    assert "ix_messages_source" in {i["name"] for i in inspect(engine).get_indexes("messages")}
     with Session(engine) as s, s.begin():
         assert bots.get_bot(s, bot_id) is not None
         made = channel_rows.insert_channel(s, id="ch_1", bot_id=bot_id, kind="wechat", now=3.0)

@@ -1,0 +1,62 @@
+"""A channel's stored messages become ordinary chat: one conversation per peer on the channel's kind,
+answered through the same human lane as the desktop, and a message handed over twice is said once."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from core.channels.inbox import ChannelInbox
+from core.host import Host
+from core.ids import new_id
+from core.store import channels as channel_rows
+from core.store.channels import Arrival, InboundRecord
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.integration.host_fixtures import running_api
+from tests.integration.test_chat_api import wait_for_roles
+
+
+async def stored(host: Host, channel_id: str, n: int, text: str, peer: str = "u@im.wechat") -> InboundRecord:
+    arrival = Arrival(key=f"k{n}", peer=peer, platform_id=str(n), body={"text": text}, reply_token=f"ctx{n}")
+
+    def store(s: Session) -> InboundRecord:
+        [record] = channel_rows.store_batch(s, channel_id, [arrival], cursor=f"c{n}", now=1.0)
+        return record
+
+    return await host.db.write(store)
+
+
+async def test_a_peers_messages_are_chat_in_its_own_conversation_and_a_repeat_is_said_once(
+    host: Host, model_server: ScriptedModelServer
+) -> None:
+    model_server.push_many([Reply.text("Hello from the bot."), Reply.text("Still here.")])
+    async with running_api(host) as client:
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        channel_id = new_id("ch")
+        await host.db.write(
+            lambda s: channel_rows.insert_channel(s, id=channel_id, bot_id=bot, kind="wechat", now=1.0)
+        )
+        inbox = ChannelInbox(host.db, host.bus, host.clock, host.chat)
+
+        first = await stored(host, channel_id, 1, "hi bot")
+        message_id = await inbox.hand_over(first)
+        assert await inbox.hand_over(first) == message_id  # a crash between hand-over and mark: said once
+
+        conversations = (await client.get("/api/conversations")).json()["conversations"]
+        [wechat] = [c for c in conversations if c["channel"] == "wechat"]
+        assert wechat["botId"] == bot
+        await wait_for_roles(host, client, wechat["id"], ["user", "assistant"])
+        assert len(model_server.requests) == 1
+
+        await inbox.hand_over(await stored(host, channel_id, 2, "still there?"))
+        replies = await wait_for_roles(host, client, wechat["id"], ["user", "assistant", "user", "assistant"])
+        assert [m["text"] for m in replies] == [
+            "hi bot",
+            "Hello from the bot.",
+            "still there?",
+            "Still here.",
+        ]
+
+        other = await inbox.hand_over(await stored(host, channel_id, 3, "who are you?", peer="v@im.wechat"))
+        conversations = (await client.get("/api/conversations")).json()["conversations"]
+        assert len([c for c in conversations if c["channel"] == "wechat"]) == 2
+        assert other != message_id
