@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+import os
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,8 @@ from core.bots.service import BackgroundSettingsChanged, BotService
 from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
 from core.changes import AttentionChanged, BotsChanged
+from core.channels.inbox import ChannelInbox
+from core.channels.service import ChannelService
 from core.chat.ports import LiveTurns
 from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
@@ -92,6 +95,7 @@ class Host:
         task_retry: RetryPolicy | None = None,
         slot_policy: SlotPolicy | None = None,
         balance_read: BalanceRead | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.clock: Clock = clock or SystemClock()
@@ -170,6 +174,15 @@ class Host:
             prompt_sections=(CHAT_TASK_RULES, CHAT_RULE_RULES),
         )
         self.event_triggers = EventTriggers(self.rule_service, self.rule_runner)
+        # Chat channels (WeChat): each stored message becomes chat in its peer's conversation.
+        self.channels = ChannelService(
+            self.db,
+            self.bus,
+            self.clock,
+            secrets,
+            ChannelInbox(self.db, self.bus, self.clock, self.chat),
+            environ=os.environ if environ is None else environ,
+        )
         self.attention = AttentionService(
             self.tasks,
             self.approvals,
@@ -240,6 +253,7 @@ class Host:
         await self.tasks.start(self.runtime)
         await self.rule_runner.start(self.runtime)
         await self.scheduler.start()
+        await self.channels.start()
         self.reserve.start()
         self.retention.start()
         self.started.set()
@@ -319,6 +333,7 @@ class Host:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.outbox.close()
+        await self.channels.stop()
         if self._runtime is not None:
             await self.rule_runner.stop()
             await self.tasks.shutdown()

@@ -20,6 +20,7 @@ from aiohttp.http_exceptions import BadHttpMethod
 from aiohttp.web_protocol import RequestHandler
 
 from core.api.bot_settings import bot_update_from_json, connection_request_from_json
+from core.api.channel_routes import add_channel_routes
 from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
 from core.api.validation import MAX_BODY, BodyTooLargeError, json_object, optional_str, required_str
@@ -157,6 +158,7 @@ class ApiServer:
         r.add_get("/api/tasks/{id}/export", self.export_task)
         r.add_get("/api/rules/{id}/export", self.export_rule)
         add_rule_routes(r, self._host)
+        add_channel_routes(r, self._host)
         add_price_routes(r, self._host.prices)
         r.add_get("/api/attention", self.list_attention)
         r.add_post("/api/attention/{id}/{action}", self.attention_action)

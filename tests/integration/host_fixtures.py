@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -27,7 +27,9 @@ def make_host(
     secrets: MemorySecretStore | None = None,
     clock: Clock | None = None,
     balance_read: BalanceRead | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Host:
+    """`environ` stands in for the process environment (no test reads the real one): e.g. where WeChat is."""
     return Host(
         data_dir,
         secrets=secrets or MemorySecretStore(),
@@ -36,6 +38,7 @@ def make_host(
         chat_retry=FAST_RETRY,
         clock=clock,
         balance_read=balance_read,
+        environ=environ or {},
     )
 
 

@@ -38,6 +38,8 @@ import pytest
 from core.api.server import LINGER_S, ApiServer
 from core.clock import FakeClock
 from core.host import Host
+from core.ids import new_id
+from core.store import channels as channel_rows
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import TOKEN, make_host, running_api
@@ -89,6 +91,7 @@ class Seed:
     item: str
     model_url: str
     action: str = "answer"
+    channel: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ UNKNOWN_IDS = {
     "price": "no-such-model",
     "item": "question:q_000000000000",
     "action": "launch",
+    "channel": "ch_000000000000",
 }
 
 ROUTES: dict[tuple[str, str], Route] = {
@@ -137,6 +141,25 @@ ROUTES: dict[tuple[str, str], Route] = {
         ),
     ),
     ("GET", "/api/bots/presets"): Route(query=("lang",)),
+    ("GET", "/api/bots/{id}/channels"): Route(params={"id": "bot"}),
+    ("POST", "/api/bots/{id}/channels"): Route(
+        params={"id": "bot"},
+        body=lambda s: {"kind": "wechat"},
+        fields=(Field(("kind",), "str", required=True),),
+        strict=True,
+        more_bad=lambda s: [{"kind": "telegram"}, {"kind": ""}],
+    ),
+    ("GET", "/api/bots/{id}/channels/{channel}"): Route(params={"id": "bot", "channel": "channel"}),
+    ("POST", "/api/bots/{id}/channels/{channel}/verify-code"): Route(
+        params={"id": "bot", "channel": "channel"},
+        body=lambda s: {"code": "4821"},
+        fields=(Field(("code",), "str", required=True),),
+        strict=True,
+        more_bad=lambda s: [{"code": "12"}, {"code": "abcd"}],
+    ),
+    ("DELETE", "/api/bots/{id}/channels/{channel}"): Route(
+        params={"id": "bot", "channel": "channel"}, command=True
+    ),
     ("GET", "/api/bots/{id}"): Route(params={"id": "bot"}),
     ("PUT", "/api/bots/{id}"): Route(
         params={"id": "bot"},
@@ -870,6 +893,10 @@ class Sweep:
         )
         price = await client.put("/api/prices/seed-model", json=PRICE)
         assert (rule.status_code, price.status_code) == (201, 200), (rule.text, price.text)
+        channel = new_id("ch")  # stored as a login leaves it, without reaching a platform
+        await self.host.db.write(
+            lambda s: channel_rows.insert_channel(s, id=channel, bot_id=bot, kind="wechat", now=1.0)
+        )
         return Seed(
             bot=bot,
             conversation=conversation,
@@ -879,6 +906,7 @@ class Sweep:
             price="seed-model",
             item=item,
             model_url=self.model_url,
+            channel=channel,
         )
 
 
@@ -887,7 +915,11 @@ async def sweep(
     tmp_path: Path, model_server: ScriptedModelServer, home: Path, clock: FakeClock, script: SessionScript
 ) -> AsyncIterator[Sweep]:
     secrets = MemorySecretStore()
-    host = make_host(tmp_path / "data", model_server.base_url, home=home, secrets=secrets, clock=clock)
+    # A channel added by a valid request tries its login here, where nothing listens, not at WeChat.
+    nowhere = {"ERRAND_WECHAT_BASE_URL": "http://127.0.0.1:9"}
+    host = make_host(
+        tmp_path / "data", model_server.base_url, home=home, secrets=secrets, clock=clock, environ=nowhere
+    )
     script.add(SEED_TASK, [report("needs_you", "need a choice", question="Which one?", options=["A", "B"])])
     async with running_api(host) as client:
         state = State(client, tmp_path / "data", secrets)

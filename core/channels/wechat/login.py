@@ -41,6 +41,14 @@ def token_secret_name(channel_id: str) -> str:
     return f"channel:{channel_id}:token"
 
 
+def checked_verify_code(code: str) -> str:
+    """The digits of a verify code, or InvalidInputError("code", ...)."""
+    digits = code.strip()
+    if not _VERIFY_CODE.fullmatch(digits):
+        raise InvalidInputError("code", "must be the 4 to 8 digits your phone shows")
+    return digits
+
+
 @dataclass(frozen=True, slots=True)
 class LoginProgress:
     status: LoginStatus
@@ -74,10 +82,7 @@ class WeChatLogin:
 
     def enter_verify_code(self, code: str) -> None:
         """The digits the phone shows after a scan, when the platform asks for them."""
-        digits = code.strip()
-        if not _VERIFY_CODE.fullmatch(digits):
-            raise InvalidInputError("verifyCode", "must be the 4 to 8 digits your phone shows")
-        self._verify_code = digits
+        self._verify_code = checked_verify_code(code)
         self._code_given.set()
 
     async def run(self) -> bool:

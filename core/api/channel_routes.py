@@ -1,0 +1,88 @@
+"""The channel routes of the local API (docs/channels.md#channels-of-a-bot): a bot's channels, adding one
+(which starts its QR login), its status and login progress, the verify code a login may ask for, and
+removing one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from core.api.validation import json_object, required_str
+from core.channels.service import ChannelView
+from core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from core.host import Host
+
+_ADD_FIELDS = frozenset({"kind"})
+_CODE_FIELDS = frozenset({"code"})
+
+
+def channel_json(view: ChannelView) -> dict[str, Any]:
+    login = view.login
+    return {
+        "id": view.id,
+        "botId": view.bot_id,
+        "kind": view.kind,
+        "account": view.account,
+        "owner": view.owner,
+        "status": view.status,
+        "reason": view.reason,
+        "login": (
+            {
+                "qrcodeUrl": login.qrcode_url,
+                "status": login.status,
+                "codes": login.codes,
+                "reason": login.reason,
+            }
+            if login is not None
+            else None
+        ),
+    }
+
+
+def add_channel_routes(router: web.UrlDispatcher, host: Host) -> None:
+    routes = ChannelRoutes(host)
+    router.add_get("/api/bots/{id}/channels", routes.list_channels)
+    router.add_post("/api/bots/{id}/channels", routes.add_channel)
+    router.add_get("/api/bots/{id}/channels/{channel}", routes.get_channel)
+    router.add_post("/api/bots/{id}/channels/{channel}/verify-code", routes.verify_code)
+    router.add_delete("/api/bots/{id}/channels/{channel}", routes.remove_channel)
+
+
+def _only(body: dict[str, Any], allowed: frozenset[str]) -> None:
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidInputError(unknown[0], f"is not a field here; use {', '.join(sorted(allowed))}")
+
+
+class ChannelRoutes:
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    async def list_channels(self, request: web.Request) -> web.Response:
+        views = await self._host.channels.list(request.match_info["id"])
+        return web.json_response({"channels": [channel_json(v) for v in views]})
+
+    async def add_channel(self, request: web.Request) -> web.Response:
+        body = await json_object(request)
+        _only(body, _ADD_FIELDS)
+        view = await self._host.channels.add(request.match_info["id"], required_str(body, "kind"))
+        return web.json_response(channel_json(view), status=201)
+
+    async def get_channel(self, request: web.Request) -> web.Response:
+        view = await self._host.channels.get(request.match_info["id"], request.match_info["channel"])
+        return web.json_response(channel_json(view))
+
+    async def verify_code(self, request: web.Request) -> web.Response:
+        body = await json_object(request)
+        _only(body, _CODE_FIELDS)
+        bot_id, channel_id = request.match_info["id"], request.match_info["channel"]
+        await self._host.channels.get(bot_id, channel_id)
+        self._host.channels.enter_verify_code(channel_id, required_str(body, "code"))
+        return web.json_response(channel_json(await self._host.channels.get(bot_id, channel_id)))
+
+    async def remove_channel(self, request: web.Request) -> web.Response:
+        await self._host.channels.remove(request.match_info["id"], request.match_info["channel"])
+        return web.Response(status=204)

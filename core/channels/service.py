@@ -1,0 +1,247 @@
+"""A bot's chat channels as a part of the host: adding one (a QR login), keeping each connected on its own
+task on the loop, and removing it (docs/channels.md#channels-of-a-bot).
+
+Each channel runs one connection task: its login while it has none, then its receiver, whose messages go
+to the ChannelInbox. At start, every channel with an account and a token in the keyring polls again; one
+whose token is gone says `login_expired`. Only WeChat exists so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+from sqlalchemy.orm import Session
+
+from core.bots.secret_store import SecretStore
+from core.bus import EventBus
+from core.changes import ChannelChanged
+from core.channels.inbox import ChannelInbox
+from core.channels.wechat.ilink import ILinkClient, configured_urls
+from core.channels.wechat.login import LoginProgress, WeChatLogin, checked_verify_code, token_secret_name
+from core.channels.wechat.receiver import WeChatReceiver
+from core.clock import Clock
+from core.errors import InvalidInputError, NotFoundError
+from core.ids import new_id
+from core.store import bots as bot_rows
+from core.store import channels as channel_rows
+from core.store.channels import ChannelRecord
+from core.store.database import Database
+
+log = logging.getLogger(__name__)
+
+KINDS = ("wechat",)
+FIRST_CODE_TIMEOUT_S = 20.0  # how long adding a channel waits for the platform's first QR code
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelView:
+    id: str
+    bot_id: str
+    kind: str
+    account: str
+    owner: str
+    # connecting (a login under way, or before the first poll) | connected | login_expired | error
+    status: str
+    reason: str
+    login: LoginProgress | None  # while a QR login is under way (or just ended)
+
+
+@dataclass
+class _Connection:
+    client: ILinkClient
+    task: asyncio.Task[None] | None = None
+    login: WeChatLogin | None = None
+
+
+class ChannelService:
+    def __init__(
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        secrets: SecretStore,
+        inbox: ChannelInbox,
+        *,
+        environ: Mapping[str, str],
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._db = db
+        self._bus = bus
+        self._clock = clock
+        self._secrets = secrets
+        self._inbox = inbox
+        self._base_url, self._cdn_url = configured_urls(environ)
+        self._transport = transport
+        self._connections: dict[str, _Connection] = {}
+
+    # ---- lifecycle ----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Every channel that was logged in polls again."""
+        for channel in await self._db.read(channel_rows.all_channels):
+            if channel.account:
+                await self._resume(channel)
+
+    async def stop(self) -> None:
+        for channel_id in list(self._connections):
+            await self._disconnect(channel_id)
+
+    # ---- reads --------------------------------------------------------------------------------------
+
+    async def list(self, bot_id: str) -> list[ChannelView]:
+        await self._bot(bot_id)
+        found = await self._db.read(lambda s: channel_rows.channels_of_bot(s, bot_id))
+        return [self._view(c) for c in found]
+
+    async def get(self, bot_id: str, channel_id: str) -> ChannelView:
+        return self._view(await self._channel(bot_id, channel_id))
+
+    def is_running(self, channel_id: str) -> bool:
+        """Whether the channel has a live connection task (a login or a poll)."""
+        connection = self._connections.get(channel_id)
+        return connection is not None and connection.task is not None and not connection.task.done()
+
+    # ---- commands -----------------------------------------------------------------------------------
+
+    async def add(self, bot_id: str, kind: str) -> ChannelView:
+        """A new channel of `kind`, its QR login started; returns once the first code is there to show."""
+        if kind not in KINDS:
+            raise InvalidInputError("kind", f"must be one of {', '.join(KINDS)}, not {kind!r}")
+        await self._bot(bot_id)
+        channel_id = new_id("ch")
+        now = self._clock.time()
+        await self._db.write(
+            lambda s: channel_rows.insert_channel(s, id=channel_id, bot_id=bot_id, kind=kind, now=now)
+        )
+        connection = self._connection(channel_id, self._base_url, token="")
+        connection.login = WeChatLogin(
+            self._db, self._bus, self._clock, connection.client, self._secrets, channel_id=channel_id
+        )
+        shown = asyncio.Event()
+
+        def first_code(event: object) -> None:
+            login = connection.login
+            mine = isinstance(event, ChannelChanged) and event.channel_id == channel_id
+            progress = login.progress if login is not None else None
+            if mine and progress is not None and (progress.qrcode_url or progress.status == "failed"):
+                shown.set()
+
+        unsubscribe = self._bus.subscribe(first_code)
+        connection.task = asyncio.get_running_loop().create_task(self._log_in_then_receive(channel_id))
+        try:
+            await asyncio.wait_for(shown.wait(), FIRST_CODE_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("channel %s: no QR code within %.0f s", channel_id, FIRST_CODE_TIMEOUT_S)
+        finally:
+            unsubscribe()
+        self._bus.publish(ChannelChanged(channel_id))
+        return await self.get(bot_id, channel_id)
+
+    def enter_verify_code(self, channel_id: str, code: str) -> None:
+        checked_verify_code(code)
+        connection = self._connections.get(channel_id)
+        if connection is None or connection.login is None:
+            raise NotFoundError("login", channel_id)
+        connection.login.enter_verify_code(code)
+
+    async def remove(self, bot_id: str, channel_id: str) -> None:
+        """Disconnect the channel and forget it: its stored messages, peers and token go too."""
+        await self._channel(bot_id, channel_id)
+        await self._disconnect(channel_id)
+        await self._db.write(lambda s: channel_rows.delete_channel(s, channel_id))
+        await self._secrets.delete(token_secret_name(channel_id))
+        self._bus.publish(ChannelChanged(channel_id))
+
+    # ---- connections --------------------------------------------------------------------------------
+
+    def _connection(self, channel_id: str, base_url: str, token: str) -> _Connection:
+        client = ILinkClient(base_url or self._base_url, token=token, transport=self._transport)
+        connection = _Connection(client)
+        self._connections[channel_id] = connection
+        return connection
+
+    async def _resume(self, channel: ChannelRecord) -> None:
+        token = await self._secrets.get(token_secret_name(channel.id))
+        if not token:
+            await self._set_status(channel.id, "login_expired", "the bot's token is no longer in the keyring")
+            return
+        connection = self._connection(channel.id, channel.base_url, token)
+        connection.task = asyncio.get_running_loop().create_task(self._receive(channel.id))
+
+    async def _log_in_then_receive(self, channel_id: str) -> None:
+        connection = self._connections[channel_id]
+        assert connection.login is not None
+        if not await connection.login.run():
+            await self._set_status(channel_id, "error", connection.login.progress.reason)
+            return
+        await self._receive(channel_id)
+
+    async def _receive(self, channel_id: str) -> None:
+        connection = self._connections[channel_id]
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
+        if channel is None:
+            return
+        receiver = WeChatReceiver(
+            self._db,
+            self._bus,
+            self._clock,
+            connection.client,
+            channel_id=channel_id,
+            account=channel.account,
+            sink=self._inbox.hand_over,
+        )
+        try:
+            await receiver.run()
+        except Exception:
+            log.exception("channel %s: the connection failed", channel_id)
+            await self._set_status(channel_id, "error", "the connection failed; see the log")
+
+    async def _disconnect(self, channel_id: str) -> None:
+        connection = self._connections.pop(channel_id, None)
+        if connection is None:
+            return
+        if connection.task is not None:
+            connection.task.cancel()
+            await asyncio.gather(connection.task, return_exceptions=True)
+        await connection.client.close()
+
+    async def _set_status(self, channel_id: str, status: str, reason: str) -> None:
+        now = self._clock.time()
+
+        def write(s: Session) -> None:
+            if channel_rows.get_channel(s, channel_id) is not None:
+                channel_rows.set_status(s, channel_id, status, reason=reason, now=now)
+
+        await self._db.write(write)
+        self._bus.publish(ChannelChanged(channel_id))
+
+    # ---- helpers ------------------------------------------------------------------------------------
+
+    async def _bot(self, bot_id: str) -> None:
+        if await self._db.read(lambda s: bot_rows.get_bot(s, bot_id)) is None:
+            raise NotFoundError("bot", bot_id)
+
+    async def _channel(self, bot_id: str, channel_id: str) -> ChannelRecord:
+        await self._bot(bot_id)
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
+        if channel is None or channel.bot_id != bot_id:
+            raise NotFoundError("channel", channel_id)
+        return channel
+
+    def _view(self, channel: ChannelRecord) -> ChannelView:
+        connection = self._connections.get(channel.id)
+        login = connection.login.progress if connection is not None and connection.login is not None else None
+        return ChannelView(
+            id=channel.id,
+            bot_id=channel.bot_id,
+            kind=channel.kind,
+            account=channel.account,
+            owner=channel.owner,
+            status=channel.status,
+            reason=channel.status_reason,
+            login=login,
+        )
