@@ -191,6 +191,7 @@ class Host:
             self.clock,
             rules=self.rules,
             reserve=self.reserve,
+            channels=self.channels,
         )
         # What the desktop window reads of bots: their settings and each one's sidebar activity.
         self.desktop_bots = BotsWithActivity(

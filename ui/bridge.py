@@ -14,6 +14,7 @@ from core.bus import EventBus
 from core.changes import (
     AttentionChanged,
     BotsChanged,
+    ChannelChanged,
     ConversationsChanged,
     LiveReplyChanged,
     MessagesChanged,
@@ -121,6 +122,8 @@ class EventBridge(QObject):
             self._attention.add("")  # a rule paused, resumed or ready to act is a needs-you row
         elif isinstance(event, AttentionChanged):
             self._attention.add("")
+        elif isinstance(event, ChannelChanged):
+            self._attention.add("")  # a login that expired is a needs-you row
         elif isinstance(event, MessagesChanged):
             self.messagesChanged.emit(event.conversation_id)
         elif isinstance(event, ConversationsChanged):

@@ -62,7 +62,7 @@ class ChannelRoutes:
         self._host = host
 
     async def list_channels(self, request: web.Request) -> web.Response:
-        views = await self._host.channels.list(request.match_info["id"])
+        views = await self._host.channels.of_bot(request.match_info["id"])
         return web.json_response({"channels": [channel_json(v) for v in views]})
 
     async def add_channel(self, request: web.Request) -> web.Response:

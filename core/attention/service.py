@@ -8,7 +8,8 @@ goes away by itself when its cause is gone (docs/attention.md).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from core.attention.approval_center import ApprovalCenter
 from core.attention.items import (
@@ -17,6 +18,7 @@ from core.attention.items import (
     approval_item,
     budget_item,
     can,
+    channel_login_item,
     check_answer,
     failed_task_item,
     observe_ready_item,
@@ -30,6 +32,7 @@ from core.attention.items import (
     undelivered_item,
 )
 from core.attention.routing import AnswerError
+from core.channels.service import ExpiredLogin
 from core.chat.service import ChatService
 from core.clock import Clock
 from core.cost.reserve import ReserveWatcher
@@ -38,10 +41,16 @@ from core.errors import ConflictError, InvalidInputError, NotFoundError, Unproce
 from core.rules.commands import RuleCommands
 from core.store.deliveries import DeliveryRecord
 from core.tasks.service import TaskService
-from core.translations import Language
+from core.translations import Language, has_text, text
 
 STUCK_TURN_MINUTES = 10
 RETRY_TEXT = "The user asked you to try again. Look at what went wrong last time, then continue."
+
+
+class ExpiredLogins(Protocol):
+    """Channels whose login is gone (the ChannelService)."""
+
+    async def expired_logins(self) -> Sequence[ExpiredLogin]: ...
 
 
 class AttentionService:
@@ -54,6 +63,7 @@ class AttentionService:
         clock: Clock,
         rules: RuleCommands | None = None,
         reserve: ReserveWatcher | None = None,
+        channels: ExpiredLogins | None = None,
     ) -> None:
         self._tasks = tasks
         self._reserve = reserve
@@ -62,6 +72,7 @@ class AttentionService:
         self._outbox = outbox
         self._chat = chat
         self._clock = clock
+        self._channels = channels
         self._dismissed_turns: set[str] = set()  # a stuck turn the person put away stays away
 
     async def items(self, lang: Language = "zh") -> list[AttentionItem]:
@@ -162,6 +173,15 @@ class AttentionService:
             for bot_id in self._reserve.low_bots():
                 state = self._reserve.state(bot_id)
                 found.append(reserve_item(bot_id, self._reserve.line(bot_id, lang), state.since, lang=lang))
+        if self._channels is not None:
+            for login in await self._channels.expired_logins():
+                key = f"channel.{login.kind}"
+                name = text(lang, key) if has_text(key) else login.kind
+                found.append(
+                    channel_login_item(
+                        login.channel_id, login.bot_id, name, login.since, login.reason, lang=lang
+                    )
+                )
         stuck: dict[str, list[DeliveryRecord]] = {}
         for delivery in await self._outbox.stuck():
             stuck.setdefault(delivery.conversation_id, []).append(delivery)
@@ -255,6 +275,8 @@ class AttentionService:
             if live is not None:
                 self._dismissed_turns.add(live.turn_id)
             return {"done": action, "conversationId": key}
+        if action == "open" and kind == "channel_login":
+            return {"done": action, "channelId": key, "botId": item.bot_id}  # the bot's 渠道: scan again
         if action == "open":
             opened = {"done": action, "taskId": item.task_id, "conversationId": item.conversation_id}
             return {**opened, "ruleId": item.rule_id} if item.rule_id else opened

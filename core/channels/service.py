@@ -50,6 +50,17 @@ class ChannelView:
     login: LoginProgress | None  # while a QR login is under way (or just ended)
 
 
+@dataclass(frozen=True, slots=True)
+class ExpiredLogin:
+    """A channel whose login is gone: only a new QR scan brings it back."""
+
+    channel_id: str
+    bot_id: str
+    kind: str
+    since: float
+    reason: str
+
+
 @dataclass
 class _Connection:
     client: ILinkClient
@@ -92,13 +103,21 @@ class ChannelService:
 
     # ---- reads --------------------------------------------------------------------------------------
 
-    async def list(self, bot_id: str) -> list[ChannelView]:
+    async def of_bot(self, bot_id: str) -> list[ChannelView]:
         await self._bot(bot_id)
         found = await self._db.read(lambda s: channel_rows.channels_of_bot(s, bot_id))
         return [self._view(c) for c in found]
 
     async def get(self, bot_id: str, channel_id: str) -> ChannelView:
         return self._view(await self._channel(bot_id, channel_id))
+
+    async def expired_logins(self) -> list[ExpiredLogin]:
+        """Channels that say `login_expired`, for needs-you."""
+        return [
+            ExpiredLogin(c.id, c.bot_id, c.kind, c.updated_at, c.status_reason)
+            for c in await self._db.read(channel_rows.all_channels)
+            if c.status == "login_expired"
+        ]
 
     def is_running(self, channel_id: str) -> bool:
         """Whether the channel has a live connection task (a login or a poll)."""

@@ -143,3 +143,36 @@ async def test_removing_a_channel_stops_it_and_forgets_its_token(
         assert secrets.values == {}
         assert not host.channels.is_running(added["id"])  # its connection task is gone
     await host.stop()
+
+
+async def test_an_expired_login_waits_in_needs_you_until_the_channel_is_signed_in_again(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
+) -> None:
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore())
+    async with running_api(host) as client:
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        added = (await client.post(f"/api/bots/{bot}/channels", json={"kind": "wechat"})).json()
+
+        async def status_is(wanted: str) -> bool:
+            return bool((await channel(client, bot, added["id"]))["status"] == wanted)
+
+        await wait_until(host.bus, lambda: status_is("connected"), timeout=15, what="the channel connected")
+        assert (await client.get("/api/attention")).json()["items"] == []
+
+        ilink.expire_session = True  # WeChat ends the session (-14)
+        await wait_until(host.bus, lambda: status_is("login_expired"), timeout=15, what="the login expired")
+        [item] = (await client.get("/api/attention")).json()["items"]
+        assert (item["kind"], item["subject"], item["actions"]) == (
+            "channel_login",
+            "微信登录已过期",
+            ["open"],
+        )
+        english = (await client.get("/api/attention?lang=en")).json()["items"][0]
+        assert english["subject"] == "WeChat login expired"
+        opened = (await client.post(f"/api/attention/{item['id']}/open", json={})).json()
+        assert (opened["channelId"], opened["botId"]) == (added["id"], bot)
+
+        r = await client.delete(f"/api/bots/{bot}/channels/{added['id']}")
+        assert r.status_code == 204
+        assert (await client.get("/api/attention")).json()["items"] == []
+    await host.stop()

@@ -6,6 +6,7 @@ from core.bus import EventBus
 from core.changes import (
     AttentionChanged,
     BotsChanged,
+    ChannelChanged,
     ConversationsChanged,
     LiveReplyChanged,
     MessagesChanged,
@@ -118,4 +119,16 @@ async def test_needs_you_is_re_read_after_an_attention_task_or_rule_change_once_
     await wait_until(lambda: len(attention) == 2 and not bridge.pending())
     bus.publish(RuleChanged("u_b"))  # a rule paused after failures: its row appears
     await wait_until(lambda: len(attention) == 3 and not bridge.pending())
+    bridge.close()
+
+
+async def test_a_channel_change_re_reads_needs_you() -> None:
+    """A channel whose login expired is a needs-you row; its status change is all that announces it."""
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    attention: list[str] = []
+    bridge.attentionChanged.connect(lambda: attention.append("re-read"))
+    bus.publish(ChannelChanged("ch_1"))
+    await wait_until(lambda: attention != [] and not bridge.pending())
+    assert attention == ["re-read"]
     bridge.close()
