@@ -1,6 +1,6 @@
 """The channel routes of the local API (docs/channels.md#channels-of-a-bot): a bot's channels, adding one
-(which starts its QR login), its status and login progress, the verify code a login may ask for, and
-removing one."""
+(which starts its QR login), its status and login progress, a new login, the verify code a login may ask
+for, and removing one."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def add_channel_routes(router: web.UrlDispatcher, host: Host) -> None:
     router.add_get("/api/bots/{id}/channels", routes.list_channels)
     router.add_post("/api/bots/{id}/channels", routes.add_channel)
     router.add_get("/api/bots/{id}/channels/{channel}", routes.get_channel)
+    router.add_post("/api/bots/{id}/channels/{channel}/login", routes.log_in_again)
     router.add_post("/api/bots/{id}/channels/{channel}/verify-code", routes.verify_code)
     router.add_delete("/api/bots/{id}/channels/{channel}", routes.remove_channel)
 
@@ -73,6 +74,10 @@ class ChannelRoutes:
 
     async def get_channel(self, request: web.Request) -> web.Response:
         view = await self._host.channels.get(request.match_info["id"], request.match_info["channel"])
+        return web.json_response(channel_json(view))
+
+    async def log_in_again(self, request: web.Request) -> web.Response:
+        view = await self._host.channels.log_in_again(request.match_info["id"], request.match_info["channel"])
         return web.json_response(channel_json(view))
 
     async def verify_code(self, request: web.Request) -> web.Response:

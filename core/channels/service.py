@@ -136,17 +136,30 @@ class ChannelService:
         await self._db.write(
             lambda s: channel_rows.insert_channel(s, id=channel_id, bot_id=bot_id, kind=kind, now=now)
         )
+        await self._start_login(channel_id)
+        return await self.get(bot_id, channel_id)
+
+    async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:
+        """A new QR login for a channel (its login expired, or failed): what polled stops, the scan starts."""
+        await self._channel(bot_id, channel_id)
+        await self._disconnect(channel_id)
+        await self._set_status(channel_id, "connecting", "")
+        await self._start_login(channel_id)
+        return await self.get(bot_id, channel_id)
+
+    async def _start_login(self, channel_id: str) -> None:
+        """Start the channel's QR login on its connection task; return once the first code is there to
+        show (or the login failed at once, or FIRST_CODE_TIMEOUT_S passed)."""
         connection = self._connection(channel_id, self._base_url, token="")
-        connection.login = WeChatLogin(
+        login = WeChatLogin(
             self._db, self._bus, self._clock, connection.client, self._secrets, channel_id=channel_id
         )
+        connection.login = login
         shown = asyncio.Event()
 
         def first_code(event: object) -> None:
-            login = connection.login
             mine = isinstance(event, ChannelChanged) and event.channel_id == channel_id
-            progress = login.progress if login is not None else None
-            if mine and progress is not None and (progress.qrcode_url or progress.status == "failed"):
+            if mine and (login.progress.qrcode_url or login.progress.status == "failed"):
                 shown.set()
 
         unsubscribe = self._bus.subscribe(first_code)
@@ -158,7 +171,6 @@ class ChannelService:
         finally:
             unsubscribe()
         self._bus.publish(ChannelChanged(channel_id))
-        return await self.get(bot_id, channel_id)
 
     def enter_verify_code(self, channel_id: str, code: str) -> None:
         checked_verify_code(code)

@@ -150,6 +150,9 @@ ROUTES: dict[tuple[str, str], Route] = {
         more_bad=lambda s: [{"kind": "telegram"}, {"kind": ""}],
     ),
     ("GET", "/api/bots/{id}/channels/{channel}"): Route(params={"id": "bot", "channel": "channel"}),
+    ("POST", "/api/bots/{id}/channels/{channel}/login"): Route(
+        params={"id": "bot", "channel": "channel"}, command=True
+    ),
     ("POST", "/api/bots/{id}/channels/{channel}/verify-code"): Route(
         params={"id": "bot", "channel": "channel"},
         body=lambda s: {"code": "4821"},

@@ -172,6 +172,12 @@ async def test_an_expired_login_waits_in_needs_you_until_the_channel_is_signed_i
         opened = (await client.post(f"/api/attention/{item['id']}/open", json={})).json()
         assert (opened["channelId"], opened["botId"]) == (added["id"], bot)
 
+        ilink.expire_session = False  # the person scans a new code
+        r = await client.post(f"/api/bots/{bot}/channels/{added['id']}/login", json={})
+        assert r.status_code == 200 and r.json()["login"]["qrcodeUrl"].startswith(ilink.base_url)
+        await wait_until(host.bus, lambda: status_is("connected"), timeout=15, what="signed in again")
+        assert (await client.get("/api/attention")).json()["items"] == []
+
         r = await client.delete(f"/api/bots/{bot}/channels/{added['id']}")
         assert r.status_code == 204
         assert (await client.get("/api/attention")).json()["items"] == []
