@@ -3,10 +3,15 @@ the channel's bot, through the same human lane as the desktop (docs/channels.md#
 
 Handing the same stored message over twice (a crash between handing it over and marking it handled) gives
 the message stored the first time: the chat pipeline keys it by `inbound:<channel>:<n>`.
+
+Only the person who connected the channel (its owner: on WeChat, who scanned the code) talks to the bot:
+anyone else's message is kept in the channel's store but never reaches chat, so a stranger who finds the
+bot cannot make it work on this computer.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -22,6 +27,9 @@ from core.store import conversations as conv_rows
 from core.store.channels import InboundRecord
 from core.store.database import Database
 
+log = logging.getLogger(__name__)
+
+NOT_IN_CHAT = 0  # the message id a handed-over message gets when it stays out of chat
 # What a message that holds no words (a picture, a file) says in the conversation until media is read.
 NO_WORDS = "[{kinds}]"
 
@@ -49,7 +57,17 @@ class ChannelInbox:
 
     async def hand_over(self, record: InboundRecord) -> int:
         """Give one stored message to chat, in its peer's conversation (made the first time the peer
-        writes); the id of the chat message it became."""
+        writes); the id of the chat message it became, or NOT_IN_CHAT for a stranger's message."""
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, record.channel_id))
+        if channel is None:
+            raise NotFoundError("channel", record.channel_id)
+        if channel.owner and record.peer != channel.owner:
+            log.info(
+                "channel %s: a message from %s, who is not its owner, stays out of chat",
+                channel.id,
+                record.peer,
+            )
+            return NOT_IN_CHAT
         conversation_id = await self._conversation_of(record.channel_id, record.peer)
         message = await self._chat.say(
             conversation_id, words_of(record.body), source=f"inbound:{record.channel_id}:{record.id}"
