@@ -163,6 +163,17 @@ class FakeILink:
             return web.json_response({"ret": -1, "errmsg": "system busy"})
         return web.Response(status=int(fault), text="fault")
 
+    async def _refusal(self, path: str, request: web.Request) -> web.Response | None:
+        """What a signed call gets before its own answer: a scripted fault, no token, an expired session."""
+        fault = await self._fault(path)
+        if fault is not None:
+            return fault
+        if not self._authorised(request):
+            return web.json_response({"ret": -1, "errmsg": "unauthorised"}, status=401)
+        if self.expire_session:
+            return web.json_response({"ret": -14, "errcode": -14, "errmsg": "session timeout"})
+        return None
+
     def _authorised(self, request: web.Request) -> bool:
         return (
             request.headers.get("Authorization") == f"Bearer {self.token}"
@@ -195,13 +206,9 @@ class FakeILink:
         )
 
     async def _updates(self, request: web.Request) -> web.Response:
-        fault = await self._fault("getupdates")
-        if fault is not None:
-            return fault
-        if not self._authorised(request):
-            return web.json_response({"ret": -1, "errmsg": "unauthorised"}, status=401)
-        if self.expire_session:
-            return web.json_response({"ret": -14, "errcode": -14, "errmsg": "session timeout"})
+        refused = await self._refusal("getupdates", request)
+        if refused is not None:
+            return refused
         body = await request.json()
         cursor = str(body.get("get_updates_buf", ""))
         start = int(cursor[1:]) if cursor.startswith("c") and cursor[1:].isdigit() else 0
@@ -217,13 +224,9 @@ class FakeILink:
         )
 
     async def _send(self, request: web.Request) -> web.Response:
-        fault = await self._fault("sendmessage")
-        if fault is not None:
-            return fault
-        if not self._authorised(request):
-            return web.json_response({"ret": -1, "errmsg": "unauthorised"}, status=401)
-        if self.expire_session:
-            return web.json_response({"ret": -14, "errcode": -14, "errmsg": "session timeout"})
+        refused = await self._refusal("sendmessage", request)
+        if refused is not None:
+            return refused
         body = await request.json()
         try:
             message = parse_send(body)
