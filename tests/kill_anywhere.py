@@ -62,6 +62,7 @@ class Lifecycle:
     task_id: str = ""
     accepted: list[str] = field(default_factory=list)  # task input tokens that got a success response
     chat_token: str = ""
+    resends: int = 0  # how often its chat message was sent again (a restart cut the turn that started it)
 
     @property
     def title(self) -> str:
@@ -245,6 +246,11 @@ class Database:
         rows = self.rows("select count(*) as n from tasks where ended_at = 0")
         return int(rows[0]["n"]) if rows else 0
 
+    def chat_answered(self, token: str) -> bool:
+        """Whether the chat message carrying `token` has its answer (a reply, or the restart notice)."""
+        rows = self.rows("select state from messages where role = 'user' and text like ?", f"%: {token}")
+        return bool(rows) and all(r["state"] == "answered" for r in rows)
+
     def task_of_brief(self, brief: str) -> str:
         rows = self.rows("select id, brief from tasks")
         return next((r["id"] for r in rows if re.search(rf"\b{brief}\b", r["brief"])), "")
@@ -358,6 +364,11 @@ class KillHarness:
                 life.task_id = self.db.task_of_brief(life.brief)
                 if life.task_id:
                     life.accepted.append(life.brief)
+                elif self.db.chat_answered(life.chat_token):
+                    # Answered, and no task: the kill cut the turn inside task_start, and the reply said
+                    # to send it again if still needed. A person would; so do we, under a new token.
+                    life.chat_token = ""
+                    life.resends += 1
             if life.task_id and self._wants_followup(life):
                 token = f"follow-{life.n}-{len(life.accepted)}"
                 r = await client.post(f"/api/tasks/{life.task_id}/continue", json={"text": f"Also {token}."})
@@ -386,7 +397,7 @@ class KillHarness:
         if not self.chat_conversation:
             r = await client.post("/api/conversations", json={})
             self.chat_conversation = r.json()["id"]
-        token = f"chat-{life.n}"
+        token = f"chat-{life.n}" if not life.resends else f"chat-{life.n * 100 + life.resends}"
         r = await client.post(
             f"/api/conversations/{self.chat_conversation}/messages",
             json={"text": f"Please start {life.title}: {token}"},
