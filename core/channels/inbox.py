@@ -18,7 +18,9 @@ from sqlalchemy.orm import Session
 
 from core.bus import EventBus
 from core.changes import ConversationsChanged
+from core.channels.channel import cut
 from core.chat.ports import InboundChat
+from core.chat.service import MAX_TEXT
 from core.clock import Clock
 from core.errors import NotFoundError
 from core.ids import new_id
@@ -69,8 +71,10 @@ class ChannelInbox:
             )
             return NOT_IN_CHAT
         conversation_id = await self._conversation_of(record.channel_id, record.peer)
+        # Cut, not refused: a message chat would refuse as too long would stay owed and be retried forever.
+        words = cut(words_of(record.body), MAX_TEXT)
         message = await self._chat.say(
-            conversation_id, words_of(record.body), source=f"inbound:{record.channel_id}:{record.id}"
+            conversation_id, words, source=f"inbound:{record.channel_id}:{record.id}"
         )
         return message.id
 

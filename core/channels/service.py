@@ -85,7 +85,7 @@ class ChannelService:
         self._clock = clock
         self._secrets = secrets
         self._inbox = inbox
-        self._base_url, self._cdn_url = configured_urls(environ)
+        self._base_url, _cdn = configured_urls(environ)  # the CDN serves media, which is not read yet
         self._transport = transport
         self._connections: dict[str, _Connection] = {}
 

@@ -94,3 +94,26 @@ async def test_only_the_person_who_connected_the_channel_reaches_the_bot(
         ]
         await wait_for_roles(host, client, wechat["id"], ["user", "assistant"])
         assert len(model_server.requests) == 1  # the stranger's words never reached the model
+
+
+async def test_a_message_longer_than_chat_takes_is_cut_not_left_owed(
+    host: Host, model_server: ScriptedModelServer
+) -> None:
+    from core.chat.service import MAX_TEXT
+
+    model_server.push_many([Reply.text("That is long.")])
+    async with running_api(host) as client:
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        channel_id = new_id("ch")
+        await host.db.write(
+            lambda s: channel_rows.insert_channel(s, id=channel_id, bot_id=bot, kind="wechat", now=1.0)
+        )
+        inbox = ChannelInbox(host.db, host.bus, host.clock, host.chat)
+        await inbox.hand_over(await stored(host, channel_id, 1, "x" * (MAX_TEXT + 5000)))
+        [wechat] = [
+            c
+            for c in (await client.get("/api/conversations")).json()["conversations"]
+            if c["channel"] == "wechat"
+        ]
+        user, _ = await wait_for_roles(host, client, wechat["id"], ["user", "assistant"])
+        assert len(user["text"]) == MAX_TEXT and user["text"].endswith("…")

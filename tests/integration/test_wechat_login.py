@@ -8,17 +8,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.orm import Session
 
 from core.bus import EventBus
 from core.channels.wechat.ilink import ILinkClient
 from core.channels.wechat.login import WeChatLogin, token_secret_name
 from core.clock import FakeClock
 from core.errors import InvalidInputError
-from core.ids import new_id
-from core.store import bots
 from core.store import channels as channel_rows
 from core.store.database import Database
+from tests.channel_store import new_wechat_channel
 from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.secrets import MemorySecretStore
 
@@ -56,11 +54,7 @@ class Login:
 
 @pytest.fixture
 async def channel_id(db: Database) -> str:
-    def make(s: Session) -> str:
-        bot = bots.insert_bot(s, id=new_id("b"), name="Bot", workspace="/ws", now=1.0)
-        return channel_rows.insert_channel(s, id=new_id("ch"), bot_id=bot.id, kind="wechat", now=1.0).id
-
-    return await db.write(make)
+    return await new_wechat_channel(db)
 
 
 async def test_a_scan_and_a_confirm_store_the_account_and_put_the_token_in_the_keyring_only(

@@ -9,18 +9,16 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy.orm import Session
 
 from core.bus import EventBus
 from core.changes import ChannelChanged
 from core.channels.wechat.ilink import ILinkClient
 from core.channels.wechat.receiver import BACKOFF_S, RETRY_S, WeChatReceiver
 from core.clock import FakeClock
-from core.ids import new_id
-from core.store import bots
 from core.store import channels as channel_rows
 from core.store.channels import InboundRecord
 from core.store.database import Database
+from tests.channel_store import new_wechat_channel
 from tests.fakes.fake_ilink import FakeILink
 from tests.waiting import yield_until
 
@@ -78,14 +76,6 @@ async def db(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Database]:
     await database.close()
 
 
-async def a_channel(db: Database) -> str:
-    def make(s: Session) -> str:
-        bot = bots.insert_bot(s, id=new_id("b"), name="Bot", workspace="/ws", now=1.0)
-        return channel_rows.insert_channel(s, id=new_id("ch"), bot_id=bot.id, kind="wechat", now=1.0).id
-
-    return await db.write(make)
-
-
 class Running:
     """A receiver running on its own task, as the host runs a channel; `stop()` cancels it."""
 
@@ -120,7 +110,7 @@ async def status_of(db: Database, channel_id: str) -> tuple[str, str, str]:
 async def test_messages_are_handed_on_in_order_once_and_the_channel_says_connected(
     db: Database, clock: FakeClock, ilink: FakeILink
 ) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     sink = Sink()
     first = ilink.user_says("research Y")
     ilink.user_says("and Z", quote_of="900")
@@ -146,7 +136,7 @@ async def test_messages_are_handed_on_in_order_once_and_the_channel_says_connect
 async def test_a_message_the_pipeline_could_not_take_is_handed_on_after_a_restart(
     db: Database, clock: FakeClock, ilink: FakeILink
 ) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     sink = Sink()
     sink.fail_on = {"first"}
     ilink.user_says("first")
@@ -172,7 +162,7 @@ async def test_a_message_the_pipeline_could_not_take_is_handed_on_after_a_restar
 async def test_a_malformed_message_and_the_bots_own_messages_are_skipped_and_the_rest_arrive(
     db: Database, clock: FakeClock, ilink: FakeILink
 ) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     sink = Sink()
     ilink.user_says("before")
     ilink.queue_raw({"message_id": "m-bad", "from_user_id": "u", "item_list": {"not": "a list"}})
@@ -190,7 +180,7 @@ async def test_a_malformed_message_and_the_bots_own_messages_are_skipped_and_the
 async def test_a_failing_platform_is_polled_again_after_2_s_and_after_30_s_once_it_failed_three_times(
     db: Database, clock: FakeClock, ilink: FakeILink
 ) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     sink = Sink()
     ilink.fail_next["getupdates"] = [500, "not-json", "ret"]
     ilink.user_says("still here")
@@ -213,7 +203,7 @@ async def test_a_failing_platform_is_polled_again_after_2_s_and_after_30_s_once_
 async def test_an_expired_session_stops_the_channel_as_login_expired(
     db: Database, clock: FakeClock, ilink: FakeILink
 ) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     ilink.expire_session = True
     running = Running(db, clock, ilink, channel, Sink())
     try:

@@ -14,11 +14,10 @@ from sqlalchemy.orm import Session
 from core.channels.wechat.ilink import ILinkClient
 from core.channels.wechat.sender import SENDS_PER_INBOUND, WINDOW_S, Held, WeChatSender
 from core.clock import FakeClock
-from core.ids import new_id
-from core.store import bots
 from core.store import channels as channel_rows
 from core.store.channels import Arrival
 from core.store.database import Database
+from tests.channel_store import new_wechat_channel
 from tests.fakes.fake_ilink import FakeILink
 
 
@@ -69,11 +68,7 @@ class Channel:
 
 @pytest.fixture
 async def channel(db: Database, clock: FakeClock, ilink: FakeILink) -> AsyncIterator[Channel]:
-    def make(s: Session) -> str:
-        bot = bots.insert_bot(s, id=new_id("b"), name="Bot", workspace="/ws", now=1.0)
-        return channel_rows.insert_channel(s, id=new_id("ch"), bot_id=bot.id, kind="wechat", now=1.0).id
-
-    made = Channel(db, clock, ilink, await db.write(make))
+    made = Channel(db, clock, ilink, await new_wechat_channel(db))
     yield made
     await made.client.close()
 

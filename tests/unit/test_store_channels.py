@@ -18,6 +18,7 @@ from core.store.channels import Arrival
 from core.store.database import Database, create_store_engine
 from core.store.errors import NotFoundError
 from core.store.migrations import MIGRATIONS, run_migrations
+from tests.channel_store import new_wechat_channel
 
 CHANNEL_TABLES = {"channels", "inbound_messages", "channel_peers"}
 
@@ -47,14 +48,6 @@ def arrival(n: int, *, peer: str = "u@im.wechat", token: str = "") -> Arrival:
     )
 
 
-async def a_channel(db: Database) -> str:
-    def make(s: Session) -> str:
-        bot = bots.insert_bot(s, id=new_id("b"), name="Bot", workspace="/ws", now=1.0)
-        return channel_rows.insert_channel(s, id=new_id("ch"), bot_id=bot.id, kind="wechat", now=1.0).id
-
-    return await db.write(make)
-
-
 def test_migration_9_adds_the_channel_tables_to_a_version_8_database_and_keeps_its_data(
     engine: Engine,
 ) -> None:
@@ -76,7 +69,7 @@ def test_migration_9_adds_the_channel_tables_to_a_version_8_database_and_keeps_i
 async def test_a_batch_and_the_cursor_after_it_are_stored_together_and_a_redelivery_is_stored_once(
     db: Database,
 ) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     first = await db.write(
         lambda s: channel_rows.store_batch(s, channel, [arrival(1), arrival(2)], cursor="c2", now=5.0)
     )
@@ -99,7 +92,7 @@ async def test_a_batch_and_the_cursor_after_it_are_stored_together_and_a_redeliv
 
 
 async def test_a_batch_that_fails_to_store_leaves_the_cursor_where_it_was(db: Database) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     await db.write(lambda s: channel_rows.store_batch(s, channel, [arrival(1)], cursor="c1", now=5.0))
 
     def crash_mid_batch(s: Session) -> None:
@@ -116,7 +109,7 @@ async def test_a_batch_that_fails_to_store_leaves_the_cursor_where_it_was(db: Da
 async def test_the_dedupe_and_the_cursor_survive_a_restart(tmp_path: Path) -> None:
     database = Database.for_data_dir(tmp_path / "data", clock=FakeClock())
     await database.open()
-    channel = await a_channel(database)
+    channel = await new_wechat_channel(database)
     await database.write(lambda s: channel_rows.store_batch(s, channel, [arrival(1)], cursor="c1", now=5.0))
     await database.close()
 
@@ -134,7 +127,7 @@ async def test_the_dedupe_and_the_cursor_survive_a_restart(tmp_path: Path) -> No
 
 
 async def test_a_handled_message_is_no_longer_owed_and_the_peer_keeps_its_latest_token(db: Database) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     await db.write(
         lambda s: channel_rows.store_batch(
             s, channel, [arrival(1, token="ctx-1"), arrival(2, token="ctx-2"), arrival(3)], cursor="", now=5.0
@@ -151,7 +144,7 @@ async def test_a_handled_message_is_no_longer_owed_and_the_peer_keeps_its_latest
 
 
 async def test_deleting_a_channel_takes_its_messages_and_peers_with_it(db: Database) -> None:
-    channel = await a_channel(db)
+    channel = await new_wechat_channel(db)
     await db.write(
         lambda s: channel_rows.store_batch(s, channel, [arrival(1, token="t")], cursor="c1", now=5.0)
     )
