@@ -35,6 +35,12 @@ class ChannelRecord:
     cursor: str
     created_at: float
     updated_at: float
+    allowed: tuple[str, ...] = ()  # peers besides the owner who may use the bot here
+
+    def admits(self, peer: str) -> bool:
+        """Whether `peer` may talk to the bot here: the owner, someone the owner allowed, or anyone on a
+        channel with no owner yet."""
+        return not self.owner or peer == self.owner or peer in self.allowed
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +65,7 @@ class InboundRecord:
     received_at: float
     handled_at: float
     message_id: int
+    attempts: int = 0  # hand-overs that failed so far
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +91,16 @@ def _channel(row: ChannelRow) -> ChannelRecord:
         cursor=row.cursor,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        allowed=tuple(_peers(row.allowed)),
     )
+
+
+def _peers(encoded: str) -> list[str]:
+    try:
+        decoded = json.loads(encoded or "[]")
+    except ValueError:
+        return []
+    return [p for p in decoded if isinstance(p, str)] if isinstance(decoded, list) else []
 
 
 def _inbound(row: InboundRow) -> InboundRecord:
@@ -98,6 +114,7 @@ def _inbound(row: InboundRow) -> InboundRecord:
         received_at=row.received_at,
         handled_at=row.handled_at,
         message_id=row.message_id,
+        attempts=row.attempts,
     )
 
 
@@ -208,10 +225,38 @@ def mark_handled(s: Session, inbound_id: int, *, message_id: int, now: float) ->
     row.handled_at, row.message_id = now, message_id
 
 
+def set_allowed(s: Session, channel_id: str, peers: Sequence[str], *, now: float) -> None:
+    row = _row(s, channel_id)
+    row.allowed, row.updated_at = json.dumps(list(peers), ensure_ascii=False), now
+
+
+def count_failed_hand_over(s: Session, inbound_id: int) -> int:
+    """One more failed hand-over of a stored message; how many there have been."""
+    row = s.get(InboundRow, inbound_id)
+    if row is None:
+        raise NotFoundError("inbound message", str(inbound_id))
+    row.attempts += 1
+    return row.attempts
+
+
+def get_inbound(s: Session, inbound_id: int) -> InboundRecord | None:
+    row = s.get(InboundRow, inbound_id)
+    return None if row is None else _inbound(row)
+
+
+def peer_of_conversation(s: Session, conversation_id: str) -> PeerRecord | None:
+    """The channel peer a conversation chats with; None for a desktop conversation."""
+    stmt = select(ChannelPeerRow).where(ChannelPeerRow.conversation_id == conversation_id)
+    row = s.scalars(stmt.limit(1)).first()
+    return None if row is None else _peer(row)
+
+
 def get_peer(s: Session, channel_id: str, peer: str) -> PeerRecord | None:
     row = s.get(ChannelPeerRow, (channel_id, peer))
-    if row is None:
-        return None
+    return None if row is None else _peer(row)
+
+
+def _peer(row: ChannelPeerRow) -> PeerRecord:
     return PeerRecord(
         row.channel_id,
         row.peer,

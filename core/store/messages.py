@@ -41,6 +41,7 @@ class MessageRecord:
     activity: list[dict[str, object]]
     created_at: float
     task_id: str = ""  # the task whose result this message is
+    channel_ref: str = ""  # the platform's id of it, when we sent it on a chat channel
 
 
 def insert_message(
@@ -91,6 +92,25 @@ def message_from(s: Session, conversation_id: str, source: str) -> MessageRecord
     """The message of this conversation that came from `source` (a channel's stored message), if any."""
     stmt = select(MessageRow).where(
         MessageRow.conversation_id == conversation_id, MessageRow.source == source
+    )
+    row = s.scalars(stmt.limit(1)).first()
+    return None if row is None else _record(row)
+
+
+def set_channel_ref(s: Session, id: int, ref: str) -> None:
+    """Remember the platform's id of a message we sent on a chat channel, so a quote of it finds it."""
+    row = s.get(MessageRow, id)
+    if row is None:
+        raise NotFoundError("message", str(id))
+    row.channel_ref = ref
+
+
+def find_by_channel_ref(s: Session, conversation_id: str, ref: str) -> MessageRecord | None:
+    """The message of this conversation that the platform knows as `ref` (what a quote names)."""
+    if not ref:
+        return None
+    stmt = select(MessageRow).where(
+        MessageRow.channel_ref == ref, MessageRow.conversation_id == conversation_id
     )
     row = s.scalars(stmt.limit(1)).first()
     return None if row is None else _record(row)
@@ -204,4 +224,5 @@ def _record(row: MessageRow) -> MessageRecord:
         activity=_activity(row.activity),
         created_at=row.created_at,
         task_id=row.task_id,
+        channel_ref=row.channel_ref,
     )

@@ -27,6 +27,7 @@ from sqlalchemy import (
     inspect,
     select,
     text,
+    true,
 )
 from sqlalchemy.schema import CreateColumn
 
@@ -124,6 +125,17 @@ def _create_channel_tables(conn: Connection) -> None:
     source_index.create(conn, checkfirst=True)
 
 
+def _add_channel_sending(conn: Connection) -> None:
+    add_column(conn, "messages", Column("channel_ref", String, nullable=False, server_default=""))
+    indexes = Base.metadata.tables["messages"].indexes
+    ref_index = next(i for i in indexes if i.name == "ix_messages_channel_ref")
+    ref_index.create(conn, checkfirst=True)
+    add_column(conn, "channels", Column("allowed", String, nullable=False, server_default="[]"))
+    add_column(conn, "bots", Column("window_nudge", Boolean, nullable=False, server_default=true()))
+    attempts = Column("attempts", Integer, nullable=False, server_default=text("0"))
+    add_column(conn, "inbound_messages", attempts)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -138,7 +150,12 @@ MIGRATIONS: list[Migration] = [
         "channels, inbound_messages, channel_peers, messages.source: chat platforms",
         _create_channel_tables,
     ),
-    # Append here: Migration(10, "...", _function_taking_a_connection),
+    Migration(
+        10,
+        "messages.channel_ref, channels.allowed, bots.window_nudge, inbound_messages.attempts",
+        _add_channel_sending,
+    ),
+    # Append here: Migration(11, "...", _function_taking_a_connection),
 ]
 
 

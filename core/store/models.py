@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from sqlalchemy import Double, ForeignKey, Index, Text, false, text
+from sqlalchemy import Double, ForeignKey, Index, Text, false, text, true
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Built out here because `MessageRow.text` shadows `text` inside that class body.
@@ -40,6 +40,8 @@ class BotRow(Base):
     quiet_start: Mapped[str] = mapped_column(default="22:00", server_default="22:00")
     quiet_end: Mapped[str] = mapped_column(default="08:00", server_default="08:00")
     paused: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # The one 「回个「ok」」 nudge before a chat channel's reply window closes (migration 10).
+    window_nudge: Mapped[bool] = mapped_column(default=True, server_default=true())
     created_at: Mapped[float]
     updated_at: Mapped[float]
 
@@ -64,6 +66,8 @@ class MessageRow(Base):
         Index("ix_messages_input_id", "input_id"),
         # A message that came in on a channel is stored once however often it is handed over (migration 9).
         Index("ix_messages_source", "source"),
+        # A quote on a chat platform names the message it quotes by the platform's id (migration 10).
+        Index("ix_messages_channel_ref", "channel_ref"),
         # Never reuse the id of a deleted last row (plain SQLite rowids would); other databases never do.
         {"sqlite_autoincrement": True},
     )
@@ -84,6 +88,8 @@ class MessageRow(Base):
     activity: Mapped[str] = mapped_column(default="[]", server_default="[]")
     # Where a person's message came from outside the window, e.g. `inbound:<channel>:<n>`; '' for the desktop.
     source: Mapped[str] = mapped_column(default="", server_default="")
+    # The platform's id of a message we sent on a chat channel (to match a quote of it); '' elsewhere.
+    channel_ref: Mapped[str] = mapped_column(default="", server_default="")
     created_at: Mapped[float]
 
 
@@ -312,6 +318,8 @@ class ChannelRow(Base):
     status_reason: Mapped[str] = mapped_column(default="", server_default="")
     # Where the platform's stream of messages was read up to; moved only with the messages it covers.
     cursor: Mapped[str] = mapped_column(default="", server_default="")
+    # JSON list of peers besides the owner who may use the bot through this channel (migration 10).
+    allowed: Mapped[str] = mapped_column(default="[]", server_default="[]")
     created_at: Mapped[float]
     updated_at: Mapped[float]
 
@@ -336,6 +344,8 @@ class InboundRow(Base):
     received_at: Mapped[float]
     handled_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
     message_id: Mapped[int] = mapped_column(default=0, server_default=_ZERO)  # messages.id once handled
+    # Hand-overs that failed (migration 10): past a few, the message is set aside and needs-you shows it.
+    attempts: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
 
 
 class ChannelPeerRow(Base):
