@@ -27,8 +27,10 @@ from core.bots.secret_store import SecretStore
 from core.bots.service import BackgroundSettingsChanged, BotService
 from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
-from core.changes import AttentionChanged, BotsChanged
+from core.changes import AttentionChanged, BotsChanged, ChannelChanged
+from core.channels.answers import ChannelAnswers
 from core.channels.inbox import ChannelInbox
+from core.channels.sends import ChannelSends
 from core.channels.service import ChannelService
 from core.chat.ports import LiveTurns
 from core.chat.service import ChatService
@@ -37,6 +39,7 @@ from core.cost.meter import CostMeter
 from core.cost.price_book import PriceBook
 from core.cost.reserve import BalanceRead, BotBalanceSource, ReserveChanged, ReserveWatcher
 from core.delivery.outbox import Outbox
+from core.delivery.policy import COALESCE_WINDOW_S
 from core.preferences_service import PreferencesService
 from core.rules.chat_tools import rule_create_tool
 from core.rules.commands import RuleCommands
@@ -96,6 +99,7 @@ class Host:
         slot_policy: SlotPolicy | None = None,
         balance_read: BalanceRead | None = None,
         environ: Mapping[str, str] | None = None,
+        gather_s: float = COALESCE_WINDOW_S,
     ) -> None:
         self.data_dir = data_dir
         self.clock: Clock = clock or SystemClock()
@@ -105,7 +109,15 @@ class Host:
         # Built in dependency order, every collaborator through its constructor. Where two parts need each
         # other, the part that closes the loop is built after both (RuleCommands, the chat tools, restart
         # recovery) or the change is announced on the bus (a bot's settings, the chat reserve).
-        self.outbox = Outbox(self.db, self.bus, self.clock)
+        environ = os.environ if environ is None else environ
+        # The outbox reaches chat platforms (WeChat) through their senders; the receiving side is
+        # `self.channels` below.
+        self.channel_sends = ChannelSends(self.db, self.bus, self.clock, secrets, environ=environ)
+        # `gather_s`: how long a push on a channel that rings waits for others to go with it
+        # (docs/push-rules.md); tests on the real clock pass 0.
+        self.outbox = Outbox(
+            self.db, self.bus, self.clock, channels=self.channel_sends, coalesce_window_s=gather_s
+        )
         self.bots = BotService(
             self.db, self.bus, self.clock, data_dir, secrets, model_override, held_pushes=self.outbox
         )
@@ -170,6 +182,7 @@ class Host:
             self.bots,
             tools=ChatTools(self.tasks, self.rules, self.approvals),
             task_chips=self.tasks,
+            replies=self.outbox,
             retry=chat_retry or RetryPolicy(),
             prompt_sections=(CHAT_TASK_RULES, CHAT_RULE_RULES),
         )
@@ -180,8 +193,16 @@ class Host:
             self.bus,
             self.clock,
             secrets,
-            ChannelInbox(self.db, self.bus, self.clock, self.chat),
-            environ=os.environ if environ is None else environ,
+            ChannelInbox(
+                self.db,
+                self.bus,
+                self.clock,
+                self.chat,
+                outbox=self.outbox,
+                answers=ChannelAnswers(self.db, self.tasks, self.approvals, self.rules),
+                strangers=self.channel_sends,
+            ),
+            environ=environ,
         )
         self.attention = AttentionService(
             self.tasks,
@@ -249,6 +270,7 @@ class Host:
             runtime_module.ShellSandbox.detect, await self.bots.permission(default.id), self._home
         )
         self.sandbox_note = sandbox.description
+        await self.outbox.recover()  # before anything flushes: what a crash cut off mid-send is unsure
         await self.chat.start(self.runtime)
         await self.task_recovery.recover()
         await self.tasks.start(self.runtime)
@@ -268,9 +290,15 @@ class Host:
             self.tasks.runner.poke()
         elif isinstance(event, ReserveChanged):
             self._reserve_changed(event.bot_id)
+        elif isinstance(event, ChannelChanged) and self.started.is_set():
+            # A channel connected again: what waited for it may go now.
+            self._spawn(self._flush_outbox())
         elif isinstance(event, RulePausedAtBudget) and self.started.is_set():
             # A run's cost paused its rule: the scheduler re-arms without it until the next 1st.
             self._spawn(self.scheduler.recompute("budget"))
+
+    async def _flush_outbox(self) -> None:
+        await self.outbox.flush()
 
     async def _balance_sources(self) -> list[BotBalanceSource]:
         sources = []
@@ -335,6 +363,7 @@ class Host:
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.outbox.close()
         await self.channels.stop()
+        await self.channel_sends.close()
         if self._runtime is not None:
             await self.rule_runner.stop()
             await self.tasks.shutdown()

@@ -29,6 +29,7 @@ AttentionKind = Literal[
     "channel_login",
     "observe_ready",
     "reserve_low",
+    "unsure_delivery",
 ]
 KINDS: tuple[AttentionKind, ...] = (
     "question",
@@ -42,12 +43,13 @@ KINDS: tuple[AttentionKind, ...] = (
     "channel_login",
     "observe_ready",
     "reserve_low",
+    "unsure_delivery",
 )
 Severity = Literal["info", "warn", "error"]  # the row's dot: grey, amber, red
 SEVERITIES: tuple[Severity, ...] = ("info", "warn", "error")
 AttentionAction = Literal["answer", "approve", "deny", "retry", "open", "dismiss"]
 ACTIONS: tuple[AttentionAction, ...] = ("answer", "approve", "deny", "retry", "open", "dismiss")
-UndeliveredReason = Literal["window_closed", "quota", "failed"]
+UndeliveredReason = Literal["window_closed", "quota", "failed", "offline"]
 PauseReason = Literal["failures", "budget"]
 
 # What a person can do with each kind (docs/attention.md#actions). An option is answered through 'answer'.
@@ -64,13 +66,14 @@ ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingPr
         "channel_login": ("open",),
         "observe_ready": ("answer",),  # 改为执行 or 继续观察
         "reserve_low": ("open",),  # the bot's settings, where the balance and its limit are shown
+        "unsure_delivery": ("retry", "dismiss"),  # send it again, or it arrived
     }
 )
 # Only warnings that nobody must act on can be put away by hand. What still asks
 # (docs/attention.md#what-appears: a question, an approval, a budget, a failed task, a paused rule, an expired
 # login, an undelivered result) leaves only when its cause is gone; observe_ready is put away by answering
 # 继续观察.
-DISMISSABLE_KINDS: frozenset[AttentionKind] = frozenset({"rule_failing", "stuck_turn"})
+DISMISSABLE_KINDS: frozenset[AttentionKind] = frozenset({"rule_failing", "stuck_turn", "unsure_delivery"})
 # Kinds that never notify or push. observe_ready is never pushed (docs/attention.md#what-appears); a rule that
 # failed twice but still runs is not a "failure that needs them" until it pauses
 # (docs/push-rules.md#what-is-pushed). The chat reserve is not pushed either (docs/cost.md#the-chat-reserve):
@@ -89,6 +92,7 @@ SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
         "channel_login": "error",
         "observe_ready": "info",
         "reserve_low": "warn",
+        "unsure_delivery": "warn",
     }
 )
 # docs/attention.md#order: questions and approvals (time-sensitive), failures, deliveries, the system (logins,
@@ -101,6 +105,7 @@ GROUP_BY_KIND: Mapping[AttentionKind, int] = MappingProxyType(
         "rule_paused": 1,
         "rule_failing": 1,
         "undelivered": 2,
+        "unsure_delivery": 2,
         "channel_login": 3,
         "stuck_turn": 3,
         "task_budget": 3,
@@ -387,12 +392,42 @@ def undelivered_item(
         line = _text(lang, "undelivered_failed") + (f": {error.strip()}" if error.strip() else "")
     else:
         line = _text(lang, f"undelivered_{reason}", channel=channel)
+    # Held until the person writes on that platform: say what they get by writing.
+    waiting = reason in ("window_closed", "quota")
     return _item(
         "undelivered",
         conversation_id,
         bot_id=bot_id,
-        subject=_text(lang, "undelivered", count=count, channel=channel),
+        subject=_text(
+            lang, "undelivered_waiting" if waiting else "undelivered", count=count, channel=channel
+        ),
         line=line,
+        since=since,
+        task_id=task_id,
+        conversation_id=conversation_id,
+    )
+
+
+def unsure_delivery_item(
+    delivery_id: str,
+    conversation_id: str,
+    bot_id: str,
+    channel: str,
+    text_sent: str,
+    since: float,
+    task_id: str = "",
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A message Errand was sending on a chat platform when it stopped: it may or may not have arrived, so
+    it is never sent again by itself. 'retry' sends it again; 'dismiss' says it arrived."""
+    preview = " ".join(text_sent.split())
+    return _item(
+        "unsure_delivery",
+        delivery_id,
+        bot_id=bot_id,
+        subject=_text(lang, "unsure_delivery", channel=channel),
+        line=_text(lang, "unsure_delivery_line", text=preview[:80] + ("…" if len(preview) > 80 else "")),
         since=since,
         task_id=task_id,
         conversation_id=conversation_id,

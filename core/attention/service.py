@@ -30,6 +30,7 @@ from core.attention.items import (
     split_item_id,
     stuck_turn_item,
     undelivered_item,
+    unsure_delivery_item,
 )
 from core.attention.routing import AnswerError
 from core.channels.service import ExpiredLogin
@@ -37,6 +38,7 @@ from core.chat.service import ChatService
 from core.clock import Clock
 from core.cost.reserve import ReserveWatcher
 from core.delivery.outbox import Outbox
+from core.delivery.policy import RETRIES
 from core.errors import ConflictError, InvalidInputError, NotFoundError, UnprocessableError
 from core.rules.commands import RuleCommands
 from core.store.deliveries import DeliveryRecord
@@ -175,8 +177,7 @@ class AttentionService:
                 found.append(reserve_item(bot_id, self._reserve.line(bot_id, lang), state.since, lang=lang))
         if self._channels is not None:
             for login in await self._channels.expired_logins():
-                key = f"channel.{login.kind}"
-                name = text(lang, key) if has_text(key) else login.kind
+                name = _channel_name(login.kind, lang)
                 found.append(
                     channel_login_item(
                         login.channel_id, login.bot_id, name, login.since, login.reason, lang=lang
@@ -185,19 +186,41 @@ class AttentionService:
         stuck: dict[str, list[DeliveryRecord]] = {}
         for delivery in await self._outbox.stuck():
             stuck.setdefault(delivery.conversation_id, []).append(delivery)
+        channels = {c.id: c.channel for c in await self._chat.list_conversations()} if stuck else {}
         for conversation_id, held in stuck.items():
             first = held[0]
-            reason: UndeliveredReason = "failed" if first.held_reason == "channel_down" else first.held_reason  # type: ignore[assignment]
+            reason: UndeliveredReason
+            if first.held_reason == "channel_down":
+                # Held because the platform is not connected, before any attempt failed: it goes by itself.
+                reason = "failed" if first.attempts > RETRIES else "offline"
+            else:
+                reason = "quota" if first.held_reason == "quota" else "window_closed"
             found.append(
                 undelivered_item(
                     conversation_id,
                     first.bot_id,
-                    "desktop",
+                    _channel_name(channels.get(conversation_id, "desktop"), lang),
                     reason,
                     first.created_at,
                     count=len(held),
                     task_id=first.task_id,
                     error=first.last_error,
+                    lang=lang,
+                )
+            )
+        unsure = await self._outbox.unsure()
+        if unsure:
+            channels = channels or {c.id: c.channel for c in await self._chat.list_conversations()}
+        for delivery in unsure:
+            found.append(
+                unsure_delivery_item(
+                    delivery.id,
+                    delivery.conversation_id,
+                    delivery.bot_id,
+                    _channel_name(channels.get(delivery.conversation_id, "desktop"), lang),
+                    delivery.text,
+                    delivery.created_at,
+                    task_id=delivery.task_id,
                     lang=lang,
                 )
             )
@@ -275,6 +298,9 @@ class AttentionService:
             if live is not None:
                 self._dismissed_turns.add(live.turn_id)
             return {"done": action, "conversationId": key}
+        if kind == "unsure_delivery" and action in ("retry", "dismiss"):
+            await self._outbox.settle_unsure(key, send_again=action == "retry")
+            return {"done": action, "conversationId": item.conversation_id}
         if action == "open" and kind == "channel_login":
             return {"done": action, "channelId": key, "botId": item.bot_id}  # the bot's 渠道: scan again
         if action == "open":
@@ -292,3 +318,9 @@ class AttentionService:
             view = await self._rules.acknowledge_observe(item.rule_id)
             result = "observing"
         return {"done": "answer", "ruleId": item.rule_id, "mode": view.mode, "result": result}
+
+
+def _channel_name(kind: str, lang: Language) -> str:
+    """A platform's name as the person reads it (微信, WeChat); the desktop's own name for the desktop."""
+    key = f"channel.{kind}"
+    return text(lang, key) if has_text(key) else kind

@@ -1,8 +1,8 @@
 """What a channel is to the outbox: its capabilities, the interface to send through it, and message shaping.
 
-Desktop is the first channel; WeChat, Feishu, DingTalk and Telegram come later and implement `Channel`. The
-attention-budget rules (`core.delivery.policy`) read only `ChannelCapabilities`, so a new channel is a new
-constant plus a `Channel` implementation.
+Desktop is the first channel; WeChat is the first chat platform. The attention-budget rules
+(`core.delivery.policy`) read only `ChannelCapabilities`, and the outbox sends through `ChannelSending`, so a
+new platform is a new constant plus a sender.
 """
 
 from __future__ import annotations
@@ -54,21 +54,25 @@ FEISHU = ChannelCapabilities(
 )
 
 
-@runtime_checkable
-class Channel(Protocol):
-    """A way to reach a conversation. Implementations own their connection, tokens and quotas."""
+class SendHeld(Exception):
+    """The channel cannot take this message now; `reason` is the delivery's held reason (`window_closed`,
+    `quota`, `channel_down`). The outbox keeps the message until the reason is gone."""
 
-    @property
-    def capabilities(self) -> ChannelCapabilities: ...
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@runtime_checkable
+class ChannelSending(Protocol):
+    """How the outbox reaches a conversation that lives on a chat platform (docs/channels.md#sending).
+    Implementations own their connections, tokens and the platform's limits."""
 
     async def send(self, conversation_id: str, text: str) -> str:
-        """Send one message; returns the channel's reference to it (to match quotes and replies later).
-        Raises on failure; the outbox counts the attempt and retries (`policy.retry_at`)."""
-        ...
-
-    def window_open(self, conversation_id: str, now: float) -> bool:
-        """Whether the channel may push to this conversation at `now` (epoch seconds). WeChat only within
-        24 h of the user's latest message; the desktop always."""
+        """Send one message and return the platform's id of it (to match a quote of it later), once the
+        platform confirmed it. SendHeld when it cannot go now; any other error is a failed attempt the
+        outbox retries (`policy.retry_at`)."""
         ...
 
 

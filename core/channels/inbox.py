@@ -4,20 +4,25 @@ the channel's bot, through the same human lane as the desktop (docs/channels.md#
 Handing the same stored message over twice (a crash between handing it over and marking it handled) gives
 the message stored the first time: the chat pipeline keys it by `inbound:<channel>:<n>`.
 
-Only the person who connected the channel (its owner: on WeChat, who scanned the code) talks to the bot:
-anyone else's message is kept in the channel's store but never reaches chat, so a stranger who finds the
-bot cannot make it work on this computer.
+Only the person who connected the channel (its owner: on WeChat, who scanned the code) and the people the
+owner allowed talk to the bot: anyone else's message is kept in the channel's store but never reaches chat,
+so a stranger who finds the bot cannot make it work on this computer. They are told so, once a day.
+
+Before a message becomes chat it may answer an open question or approval, follow up a task whose result it
+quotes, or be `/tasks` (`ChannelAnswers`); then it is stored as said, starts no chat turn, and the bot's
+one-line answer goes out as a reply.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
-from core.changes import ConversationsChanged
+from core.changes import ChannelChanged, ConversationsChanged
+from core.channels.answers import ChannelAnswers
 from core.channels.channel import cut
 from core.chat.ports import InboundChat
 from core.chat.service import MAX_TEXT
@@ -28,10 +33,14 @@ from core.store import channels as channel_rows
 from core.store import conversations as conv_rows
 from core.store.channels import InboundRecord
 from core.store.database import Database
+from core.store.deliveries import DeliveryPurpose
+from core.tasks.language import language_of
+from core.translations import text
 
 log = logging.getLogger(__name__)
 
 NOT_IN_CHAT = 0  # the message id a handed-over message gets when it stays out of chat
+REFUSE_EVERY_S = 24 * 3600.0  # someone the bot does not serve is told so at most once a day
 # What a message that holds no words (a picture, a file) says in the conversation until media is read.
 NO_WORDS = "[{kinds}]"
 
@@ -50,8 +59,47 @@ def words_of(body: dict[str, Any]) -> str:
     return NO_WORDS.format(kinds=", ".join(kinds) or "empty message")
 
 
+class InboxOutbox(Protocol):
+    """The Outbox, as the inbox uses it."""
+
+    async def flush(self) -> int:
+        """Send what may go now: a peer who wrote opened the way for what waited for them."""
+        ...
+
+    async def push(
+        self,
+        *,
+        delivery_id: str,
+        bot_id: str,
+        conversation_id: str,
+        purpose: DeliveryPurpose,
+        text: str,
+        task_id: str = "",
+        run_id: str = "",
+    ) -> bool: ...
+
+
+class StrangerReply(Protocol):
+    async def send_to_peer(self, channel_id: str, peer: str, text: str) -> str:
+        """One line straight to a peer who has no conversation here (ChannelSends)."""
+        ...
+
+
 class ChannelInbox:
-    def __init__(self, db: Database, bus: EventBus, clock: Clock, chat: InboundChat) -> None:
+    def __init__(
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        chat: InboundChat,
+        *,
+        outbox: InboxOutbox,
+        answers: ChannelAnswers,
+        strangers: StrangerReply,
+    ) -> None:
+        self._outbox = outbox
+        self._answers = answers
+        self._strangers = strangers
         self._db = db
         self._bus = bus
         self._clock = clock
@@ -59,24 +107,55 @@ class ChannelInbox:
 
     async def hand_over(self, record: InboundRecord) -> int:
         """Give one stored message to chat, in its peer's conversation (made the first time the peer
-        writes); the id of the chat message it became, or NOT_IN_CHAT for a stranger's message."""
+        writes), unless it answers a question, follows up a task or is a command; the id of the chat
+        message it became, or NOT_IN_CHAT for the message of someone the bot does not serve."""
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, record.channel_id))
         if channel is None:
             raise NotFoundError("channel", record.channel_id)
-        if channel.owner and record.peer != channel.owner:
-            log.info(
-                "channel %s: a message from %s, who is not its owner, stays out of chat",
-                channel.id,
-                record.peer,
-            )
+        if not channel.admits(record.peer):
+            await self._turn_away(channel.id, record.peer, words_of(record.body))
             return NOT_IN_CHAT
         conversation_id = await self._conversation_of(record.channel_id, record.peer)
+        source = f"inbound:{record.channel_id}:{record.id}"
+        earlier = await self._chat.said_before(conversation_id, source)
+        if earlier is not None:
+            return earlier.id  # handed over before a crash: dealt with then
+        # What waited for this peer to write goes first, as one 「你不在时:…」, before the reply to this.
+        await self._outbox.flush()
         # Cut, not refused: a message chat would refuse as too long would stay owed and be retried forever.
         words = cut(words_of(record.body), MAX_TEXT)
-        message = await self._chat.say(
-            conversation_id, words, source=f"inbound:{record.channel_id}:{record.id}"
-        )
-        return message.id
+        quote = record.body.get("quote") or {}
+        quoted_ref = str(quote.get("svr_id") or "") if isinstance(quote, dict) else ""
+        handled = await self._answers.handle(conversation_id, channel.bot_id, words, quoted_ref)
+        if handled is None:
+            message = await self._chat.say(conversation_id, words, source=source)
+            return message.id
+        noted, _ = await self._chat.note(conversation_id, words, source=source)
+        if handled.reply:
+            await self._outbox.push(
+                delivery_id=f"ack:{record.channel_id}:{record.id}",
+                bot_id=channel.bot_id,
+                conversation_id=conversation_id,
+                purpose="reply",
+                text=handled.reply,
+            )
+        return noted.id
+
+    async def _turn_away(self, channel_id: str, peer: str, words: str) -> None:
+        """Tell someone the bot does not serve so, once a day at most; their message stays out of chat."""
+        log.info("channel %s: a message from %s, whom it does not serve, stays out of chat", channel_id, peer)
+        now = self._clock.time()
+        found = await self._db.read(lambda s: channel_rows.get_peer(s, channel_id, peer))
+        if found is not None and now - found.refused_at < REFUSE_EVERY_S:
+            return
+        await self._db.write(lambda s: channel_rows.mark_refused(s, channel_id, peer, now=now))
+        self._bus.publish(ChannelChanged(channel_id))  # the owner may allow them in the channel's settings
+        try:
+            await self._strangers.send_to_peer(
+                channel_id, peer, text(language_of(words), "channel_answer.not_served")
+            )
+        except Exception as exc:  # a courtesy: it must not hold up the rest of the batch
+            log.warning("channel %s: could not tell %s the bot is not theirs: %s", channel_id, peer, exc)
 
     async def _conversation_of(self, channel_id: str, peer: str) -> str:
         now = self._clock.time()

@@ -22,7 +22,7 @@ from core.agent.session_spec import SessionSpec
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.changes import ConversationsChanged, LiveReplyChanged, MessagesChanged
-from core.chat.ports import ChatToolSource, TaskChips
+from core.chat.ports import ChatToolSource, ReplyOutbox, TaskChips
 from core.chat.views import (
     ConversationView,
     LiveReply,
@@ -116,10 +116,13 @@ class ChatService:
         *,
         tools: ChatToolSource,
         task_chips: TaskChips,
+        replies: ReplyOutbox,
         retry: RetryPolicy | None = None,
         prompt_sections: tuple[str, ...] = (),
     ) -> None:
         self._task_chips = task_chips
+        self._replies = replies
+        self._flushing: set[asyncio.Task[int]] = set()
         self._retry = retry or RetryPolicy()
         self._tools = tools
         self._prompt_sections = prompt_sections
@@ -147,6 +150,9 @@ class ChatService:
         if self._writer is not None:
             self._writes.put_nowait(None)
             await self._writer
+        for flushing in list(self._flushing):
+            flushing.cancel()
+        await asyncio.gather(*self._flushing, return_exceptions=True)
 
     async def drain(self) -> None:
         """Wait until every pending write is stored (tests and shutdown)."""
@@ -291,6 +297,45 @@ class ChatService:
         session.prompt(text, record.input_id)
         return message_view(record)
 
+    async def note(self, conversation_id: str, text: str, *, source: str) -> tuple[MessageView, bool]:
+        """Store the person's words as said and dealt with, with no chat turn: a channel message that
+        answered a question or followed up a task went there instead. Keyed by `source` like `say`; the
+        flag says whether it is new."""
+        if not text.strip():
+            raise InvalidInputError("text", "must be a non-empty string")
+        conversation = await self._conversation(conversation_id)
+        now = self._clock.time()
+
+        def store(s: Session) -> tuple[MessageRecord, bool]:
+            if (earlier := msg_rows.message_from(s, conversation_id, source)) is not None:
+                return earlier, False
+            record = msg_rows.insert_message(
+                s,
+                conversation_id=conversation_id,
+                role="user",
+                text=text[:MAX_TEXT],
+                state="answered",
+                now=now,
+                source=source,
+            )
+            if not conversation.title:
+                conv_rows.rename_conversation(
+                    s, conversation_id, text.strip().splitlines()[0][:TITLE_LENGTH], now
+                )
+            conv_rows.touch_conversation(s, conversation_id, now)
+            return record, True
+
+        record, new = await self._db.write(store)
+        if new:
+            self._bus.publish(MessagesChanged(conversation_id))
+            self._bus.publish(ConversationsChanged())
+        return message_view(record), new
+
+    async def said_before(self, conversation_id: str, source: str) -> MessageView | None:
+        """The message stored from `source` here, if it was handed over before."""
+        record = await self._db.read(lambda s: msg_rows.message_from(s, conversation_id, source))
+        return message_view(record) if record is not None else None
+
     async def cancel_reply(self, conversation_id: str) -> None:
         await self._conversation(conversation_id)
         session = self._runtime.get(chat_session_id(conversation_id)) if self._runtime else None
@@ -346,8 +391,8 @@ class ChatService:
     async def _close_unanswered(self, record: MessageRecord, answer: str | None) -> None:
         now = self._clock.time()
 
-        def close(s: Session) -> None:
-            msg_rows.insert_message(
+        def close(s: Session) -> bool:
+            reply = msg_rows.insert_message(
                 s,
                 conversation_id=record.conversation_id,
                 role="assistant" if answer is not None else "notice",
@@ -357,9 +402,33 @@ class ChatService:
             )
             msg_rows.set_message_state(s, record.id, "answered")
             conv_rows.touch_conversation(s, record.conversation_id, now)
+            return self._stage_reply(s, record.conversation_id, reply)
 
-        await self._db.write(close)
+        if await self._db.write(close):
+            self._flush_replies()
         self._bus.publish(MessagesChanged(record.conversation_id))
+
+    def _stage_reply(self, s: Session, conversation_id: str, reply: MessageRecord) -> bool:
+        """Queue `reply` for the conversation's chat platform, if it lives on one (a desktop conversation
+        is read where it is stored). In the caller's transaction."""
+        conversation = conv_rows.get_conversation(s, conversation_id)
+        if conversation is None or conversation.channel == "desktop" or not reply.text.strip():
+            return False
+        return self._replies.stage(
+            s,
+            delivery_id=f"reply:{reply.id}",
+            bot_id=conversation.bot_id,
+            conversation_id=conversation_id,
+            purpose="reply",
+            text=reply.text,
+            message_id=reply.id,
+        )
+
+    def _flush_replies(self) -> None:
+        """Send what was staged without holding up the chat writer: a platform answers in its own time."""
+        flushing = asyncio.get_running_loop().create_task(self._replies.flush())
+        self._flushing.add(flushing)
+        flushing.add_done_callback(self._flushing.discard)
 
     # ---- building replies from agent events ---------------------------------------------------------
 
@@ -423,9 +492,10 @@ class ChatService:
         state: MessageState = ended.outcome
         answered = [m for m in (_message_id(i) for i in live.input_ids) if m is not None]
 
-        def store(s: Session) -> None:
+        def store(s: Session) -> bool:
+            said: list[MessageRecord] = []
             if text or ended.outcome == "done" or live.activity.steps:
-                msg_rows.insert_message(
+                reply = msg_rows.insert_message(
                     s,
                     conversation_id=live.conversation_id,
                     role="assistant",
@@ -439,8 +509,9 @@ class ChatService:
                     duration_ms=duration_ms,
                     activity=live.activity.to_json(),
                 )
+                said.append(reply)
             if ended.outcome == "error":
-                msg_rows.insert_message(
+                error = msg_rows.insert_message(
                     s,
                     conversation_id=live.conversation_id,
                     role="error",
@@ -449,12 +520,17 @@ class ChatService:
                     now=now,
                     turn_id=live.turn_id,
                 )
+                said.append(error)
             for message_id in answered:
                 msg_rows.set_message_state(s, message_id, "answered")
             conv_rows.touch_conversation(s, live.conversation_id, now)
+            # On a chat platform the person reads it there: the words if there are any, else the error.
+            worded = [m for m in said if m.text.strip()]
+            return bool(worded) and self._stage_reply(s, live.conversation_id, worded[0])
 
         try:
-            await self._db.write(store)
+            if await self._db.write(store):
+                self._flush_replies()
         finally:
             if self._live.get(live.conversation_id) is live:
                 del self._live[live.conversation_id]

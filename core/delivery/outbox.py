@@ -8,6 +8,12 @@ caps govern only whether it rings (an OS notification), and one pushed question 
 unambiguous. Quiet hours and the manual pause are the conversation's bot's settings; `flush()` after changing
 them. Storing the message and marking the delivery sent are one transaction: a crash can neither lose a
 delivery nor send it twice.
+
+A conversation on a chat platform (WeChat) is reached through `ChannelSending`, and its chat replies go out
+here too (purpose `reply`, outside the budget). Such a delivery is marked `sending` before the platform is
+called and `sent` once it confirmed, with the platform's id kept on the message for quotes. A crash in
+between leaves it `unsure`: it is never sent again by itself, and needs-you asks the person
+(docs/channels.md#sending).
 """
 
 from __future__ import annotations
@@ -18,28 +24,49 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
+from core import translations
 from core.bus import EventBus
 from core.changes import AttentionChanged, ConversationsChanged, MessagesChanged
-from core.channels.channel import DESKTOP, shape
-from core.channels.registry import capabilities_of
+from core.channels.channel import DESKTOP, ChannelCapabilities, ChannelSending, SendHeld, shape
+from core.channels.registry import SENT_BY_PLATFORM, capabilities_of
+from core.channels.wechat.sender import reply_window
 from core.clock import Clock
-from core.delivery.policy import ConversationFacts, Decision, Pending, QuietHours, decide, retry_at
+from core.delivery.policy import (
+    COALESCE_WINDOW_S,
+    ConversationFacts,
+    Decision,
+    Pending,
+    QuietHours,
+    decide,
+    local_midnight,
+    retry_at,
+)
 from core.store import approvals as approval_rows
 from core.store import bots as bot_rows
+from core.store import channels as channel_rows
 from core.store import conversations as conv_rows
 from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
+from core.store.approvals import ApprovalRecord
 from core.store.bots import BotRecord
 from core.store.database import Database
-from core.store.deliveries import STUCK_REASONS, DeliveryPurpose, DeliveryRecord, DeliveryStatus
+from core.store.deliveries import ASKED_FOR, STUCK_REASONS, DeliveryPurpose, DeliveryRecord, DeliveryStatus
+from core.translations import Language
 
 log = logging.getLogger(__name__)
 
 Delivered = Callable[[DeliveryRecord], Awaitable[None]]
+
+# Held until the person wrote again, then sent before the reply to what they wrote
+# (docs/channels.md#held-until-the-person-writes).
+RELEASED_REASONS = ("window_closed", "quota")
+NOT_COUNTED: frozenset[str] = ASKED_FOR | {"nudge"}
+"""Sends that never count toward the daily cap."""
 
 
 def local_zone() -> str:
@@ -65,8 +92,11 @@ def local_zone() -> str:
     return "UTC"
 
 
-def conversation_facts(s: Session, conversation_ids: set[str], tz: str) -> dict[str, ConversationFacts]:
-    """What `decide` needs to know about each conversation, its bot's quiet hours and pause included."""
+def conversation_facts(
+    s: Session, conversation_ids: set[str], tz: str, *, now: float = 0.0
+) -> dict[str, ConversationFacts]:
+    """What `decide` needs to know about each conversation, its bot's quiet hours and pause included, and
+    on a chat platform its reply window, the sends left in it and today's pushes."""
     facts = {}
     open_ids = {a.id for a in approval_rows.open_approvals(s)}
     bots: dict[str, BotRecord | None] = {}
@@ -79,16 +109,39 @@ def conversation_facts(s: Session, conversation_ids: set[str], tz: str) -> dict[
             if conversation.bot_id not in bots:
                 bots[conversation.bot_id] = bot_rows.get_bot(s, conversation.bot_id)
             bot = bots[conversation.bot_id]
+        caps = capabilities_of(conversation.channel if conversation else "desktop")
         facts[cid] = ConversationFacts(
             cid,
-            capabilities_of(conversation.channel if conversation else "desktop"),
+            caps,
             tz,
             last_user_message_at=last.created_at if last else None,
             open_pushed_question=asked,
             quiet=_quiet_hours_of(bot),
             paused=bot.paused if bot else False,
+            **_platform_facts(s, cid, caps, tz, now),
         )
     return facts
+
+
+def _platform_facts(
+    s: Session, conversation_id: str, caps: ChannelCapabilities, tz: str, now: float
+) -> dict[str, Any]:
+    if caps.name not in SENT_BY_PLATFORM:
+        return {}
+    peer = channel_rows.peer_of_conversation(s, conversation_id)
+    channel = channel_rows.get_channel(s, peer.channel_id) if peer is not None else None
+    window = reply_window(peer, now)
+    pushed = {
+        d.message_id
+        for d in delivery_rows.sent_since(s, conversation_id, local_midnight(now, tz))
+        if d.purpose not in NOT_COUNTED
+    }
+    return {
+        "window_open": window.open,
+        "quota_left": window.sends_left,
+        "channel_ready": channel is not None and channel.status == "connected",
+        "sent_today_unsolicited": len(pushed),
+    }
 
 
 def _quiet_hours_of(bot: BotRecord | None) -> QuietHours | None:
@@ -111,7 +164,11 @@ class Outbox:
         *,
         quiet: QuietHours | None = None,
         tz: str | None = None,
+        channels: ChannelSending | None = None,
+        coalesce_window_s: float = COALESCE_WINDOW_S,
     ) -> None:
+        self._channels = channels
+        self._coalesce_window_s = coalesce_window_s
         self._db = db
         self._bus = bus
         self._clock = clock
@@ -133,6 +190,47 @@ class Outbox:
     async def stuck(self) -> list[DeliveryRecord]:
         """Deliveries only the person can unblock, for needs-you."""
         return await self._db.read(delivery_rows.stuck_deliveries)
+
+    async def unsure(self) -> list[DeliveryRecord]:
+        """Deliveries a crash cut off while a platform had them: they may or may not have arrived."""
+        return await self._db.read(lambda s: delivery_rows.in_status(s, "unsure"))
+
+    async def recover(self) -> int:
+        """At start, before the first flush: what was `sending` when the process died becomes `unsure`.
+        Returns how many."""
+
+        def mark(s: Session) -> int:
+            cut_off = delivery_rows.in_status(s, "sending")
+            for d in cut_off:
+                delivery_rows.set_delivery_status(s, d.id, "unsure")
+            return len(cut_off)
+
+        found = await self._db.write(mark)
+        if found:
+            log.warning("%d deliveries were with a chat platform when Errand stopped: unsure now", found)
+            self._bus.publish(AttentionChanged())
+        return found
+
+    async def settle_unsure(self, delivery_id: str, *, send_again: bool) -> None:
+        """The person's word on an unsure delivery: send it again, or it arrived (sent as it is)."""
+        now = self._clock.time()
+
+        def settle(s: Session) -> bool:
+            found = delivery_rows.get_delivery(s, delivery_id)
+            if found is None or found.status != "unsure":
+                return False
+            if send_again:
+                # The cut-off send counts as an attempt, so this one goes as a retry: at once, ungathered.
+                delivery_rows.mark_failed_attempt(s, delivery_id, error="cut off by a restart")
+                delivery_rows.reschedule(s, delivery_id, status="pending", due_at=now)
+            else:
+                delivery_rows.mark_sent(s, delivery_id, now=now, message_id=found.message_id)
+            return True
+
+        if await self._db.write(settle):
+            self._bus.publish(AttentionChanged())
+            if send_again:
+                await self.flush()
 
     async def close(self) -> None:
         if self._timer is not None:
@@ -181,6 +279,7 @@ class Outbox:
         text: str,
         task_id: str = "",
         run_id: str = "",
+        message_id: int = 0,
     ) -> bool:
         """Queue a message inside the caller's transaction, so it commits with the change that owes it (a
         run's end and its result): a crash can no longer fall between the two. `flush()` after the commit.
@@ -195,6 +294,7 @@ class Outbox:
             now=self._clock.time(),
             task_id=task_id,
             run_id=run_id,
+            message_id=message_id,
         )
         return created
 
@@ -207,17 +307,29 @@ class Outbox:
             if due:
                 facts = await self._db.read(lambda s: self._facts(s, {d.conversation_id for d in due}))
                 pending = [
-                    Pending(d.id, d.conversation_id, d.purpose, d.text, d.due_at, d.created_at, d.attempts)
+                    Pending(
+                        d.id,
+                        d.conversation_id,
+                        d.purpose,
+                        d.text,
+                        d.due_at,
+                        d.created_at,
+                        d.attempts,
+                        unsolicited=d.purpose not in ASKED_FOR,
+                    )
                     for d in due
                 ]
                 by_id = {d.id: d for d in due}
-                for decision in decide(now, pending, facts, self._quiet):
+                decisions = decide(
+                    now, pending, facts, self._quiet, coalesce_window_s=self._coalesce_window_s
+                )
+                for decision in decisions:
                     sent += await self._apply(decision, by_id)
             await self._schedule_next(now)
             return sent
 
     def _facts(self, s: Session, conversation_ids: set[str]) -> dict[str, ConversationFacts]:
-        return conversation_facts(s, conversation_ids, self._tz)
+        return conversation_facts(s, conversation_ids, self._tz, now=self._clock.time())
 
     async def _apply(self, decision: Decision, by_id: dict[str, DeliveryRecord]) -> int:
         if decision.kind in ("send", "digest"):
@@ -240,8 +352,12 @@ class Outbox:
         return 0
 
     async def _send(self, decision: Decision, deliveries: list[DeliveryRecord]) -> int:
-        now = self._clock.time()
         first = deliveries[0]
+        conversation = await self._db.read(lambda s: conv_rows.get_conversation(s, first.conversation_id))
+        caps = capabilities_of(conversation.channel if conversation is not None else DESKTOP.name)
+        if caps.name in SENT_BY_PLATFORM and self._channels is not None:
+            return await self._send_on_platform(decision, deliveries, caps, self._channels)
+        now = self._clock.time()
         text = decision.text or first.text
         if first.purpose in ("result", "failure") and len(deliveries) == 1:
             # docs/push-rules.md#message-shape: one line (a second only for a blocker), at most 300
@@ -277,32 +393,116 @@ class Outbox:
                 return 0
         except Exception as exc:
             log.exception("delivery %s failed", first.id)
-            error = str(exc)
-            for d in deliveries:
-                again = retry_at(d.attempts + 1, now)
-
-                def failed(s: Session, d: DeliveryRecord = d, again: float | None = again) -> None:
-                    delivery_rows.mark_failed_attempt(s, d.id, error=error)
-                    if again is not None:
-                        delivery_rows.reschedule(s, d.id, status="pending", due_at=again)
-                    else:
-                        delivery_rows.set_delivery_status(s, d.id, "held", held_reason="channel_down")
-
-                await self._db.write(failed)
-            if any(retry_at(d.attempts + 1, now) is None for d in deliveries):
-                self._bus.publish(AttentionChanged())  # retries used up: 没送达 is on the needs-you list
+            await self._failed(deliveries, str(exc), now)
             return 0
+        await self._announce_sent(deliveries, ring=decision.ring)
+        return len(deliveries)
+
+    async def _failed(self, deliveries: list[DeliveryRecord], error: str, now: float) -> None:
+        """A failed attempt: retried later (5, 10, 20 s), then held for the person."""
+        for d in deliveries:
+            again = retry_at(d.attempts + 1, now)
+
+            def failed(s: Session, d: DeliveryRecord = d, again: float | None = again) -> None:
+                delivery_rows.mark_failed_attempt(s, d.id, error=error)
+                if again is not None:
+                    delivery_rows.reschedule(s, d.id, status="pending", due_at=again)
+                else:
+                    delivery_rows.set_delivery_status(s, d.id, "held", held_reason="channel_down")
+
+            await self._db.write(failed)
+        if any(retry_at(d.attempts + 1, now) is None for d in deliveries):
+            self._bus.publish(AttentionChanged())  # retries used up: 没送达 is on the needs-you list
+
+    async def _announce_sent(self, deliveries: list[DeliveryRecord], *, ring: bool) -> None:
+        first = deliveries[0]
         self._bus.publish(MessagesChanged(first.conversation_id))
         self._bus.publish(ConversationsChanged())
         if any(d.status == "held" and d.held_reason in STUCK_REASONS for d in deliveries):
             self._bus.publish(AttentionChanged())  # its 没送达 row goes
         for delivery in deliveries:
-            for listener in [*self._delivered, *(self._ring if decision.ring else [])]:
+            for listener in [*self._delivered, *(self._ring if ring else [])]:
                 try:
                     await listener(delivery)
                 except Exception:
                     log.exception("delivery listener failed for %s", delivery.id)
-        return len(deliveries)
+
+    async def _send_on_platform(
+        self,
+        decision: Decision,
+        deliveries: list[DeliveryRecord],
+        caps: ChannelCapabilities,
+        channels: ChannelSending,
+    ) -> int:
+        """Send on a chat platform: `sending` is stored before the platform is called and `sent` after it
+        confirmed, so a crash between the two can be told apart from a send that never started."""
+        first = deliveries[0]
+        conversation_id = first.conversation_id
+        asked: list[ApprovalRecord] = []
+
+        def claim(s: Session) -> list[DeliveryRecord]:
+            live = [
+                c
+                for d in deliveries
+                if (c := delivery_rows.get_delivery(s, d.id)) is not None and c.status in ("pending", "held")
+            ]
+            if live and conv_rows.get_conversation(s, conversation_id) is None:
+                for d in live:
+                    delivery_rows.set_delivery_status(s, d.id, "dropped", held_reason="conversation_gone")
+                return []
+            for d in live:
+                delivery_rows.set_delivery_status(s, d.id, "sending")
+            if len(live) == 1 and live[0].purpose in ("question", "approval"):
+                found = approval_rows.get_approval(s, live[0].id.split(":", 1)[0])
+                asked.extend([found] if found is not None else [])
+            return live
+
+        live = await self._db.write(claim)
+        if not live:
+            return 0
+        text = platform_text(decision.text or first.text, deliveries, caps, asked[0] if asked else None)
+        try:
+            ref = await channels.send(conversation_id, text)
+        except SendHeld as held:
+            log.info("delivery %s held by its channel: %s", first.id, held)
+            now, reason = self._clock.time(), held.reason
+
+            def hold(s: Session) -> None:
+                for d in live:
+                    delivery_rows.reschedule(s, d.id, status="held", due_at=now, held_reason=reason)
+
+            await self._db.write(hold)
+            self._bus.publish(AttentionChanged())  # a needs-you row: 没送达
+            return 0
+        except Exception as exc:
+            log.exception("delivery %s failed on its channel", first.id)
+            await self._failed(live, str(exc), self._clock.time())
+            return 0
+        now = self._clock.time()
+        sole = live[0] if len(live) == 1 else None
+
+        def confirm(s: Session) -> None:
+            if sole is not None and sole.message_id:  # a chat reply: its message is stored already
+                message_id = sole.message_id
+            else:
+                message_id = msg_rows.insert_message(
+                    s,
+                    conversation_id=conversation_id,
+                    role="error" if sole is not None and sole.purpose == "failure" else "assistant",
+                    text=text,
+                    state="done",
+                    now=now,
+                    task_id=sole.task_id if sole is not None else "",
+                ).id
+            msg_rows.set_channel_ref(s, message_id, ref)
+            for d in live:
+                delivery_rows.mark_sent(s, d.id, now=now, message_id=message_id)
+            conv_rows.touch_conversation(s, conversation_id, now)
+
+        await self._db.write(confirm)
+        # The platform rang the person's phone; no OS notification on top.
+        await self._announce_sent(live, ring=False)
+        return len(live)
 
     async def _schedule_next(self, now: float) -> None:
         """One timer for the earliest held or retried delivery."""
@@ -317,3 +517,31 @@ class Outbox:
         await self._clock.sleep(max(0.0, delay))
         self._timer = None
         await self.flush()
+
+
+def platform_text(
+    text: str,
+    deliveries: list[DeliveryRecord],
+    caps: ChannelCapabilities,
+    asked: ApprovalRecord | None = None,
+) -> str:
+    """A message as a chat platform gets it (docs/channels.md#message-shapes): a question with its numbered
+    options and how to answer, an approval with its `y <code> / n <code>`, a result that invites a quote
+    where quotes reach the task; and what waited for the person to write again says so first."""
+    lang: Language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+    sole = deliveries[0] if len(deliveries) == 1 else None
+    if sole is not None and asked is not None and sole.purpose == "question":
+        lines = [f"\u2753{sole.text.splitlines()[0]}" if sole.text else "\u2753"]
+        lines += [f"{n}. {option}" for n, option in enumerate(asked.options, 1)]
+        if asked.default is not None:
+            lines.append(translations.text(lang, "push.default", default=asked.default))
+        hint = "channel_push.answer_options" if asked.options else "channel_push.answer_words"
+        lines.append(translations.text(lang, hint))
+        text = "\n".join(lines)
+    elif sole is not None and asked is not None and sole.purpose == "approval" and asked.code:
+        text = f"{sole.text} {translations.text(lang, 'channel_push.approval', code=asked.code)}"
+    elif sole is not None and sole.purpose == "result" and caps.supports_quote:
+        text = f"{text}\n{translations.text(lang, 'channel_push.quote_result')}"
+    if any(d.status == "held" and d.held_reason in RELEASED_REASONS for d in deliveries):
+        text = translations.text(lang, "channel_push.away") + text
+    return text

@@ -148,6 +148,8 @@ class ConversationFacts:
     paused: bool = False
     """The conversation's bot is paused (docs/push-rules.md#manual-pause): every push waits until it is
     unpaused."""
+    channel_ready: bool = True
+    """The conversation's chat platform is connected (a login that expired, a removed channel: no)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +200,9 @@ def decide(
         elif known.paused:
             # Held without a time: the outbox looks again when the bot is unpaused.
             _hold_due_and_wait(plan, now, items, "paused")
+        elif not known.channel_ready:
+            # Looked at again when the channel is connected again.
+            _hold_due_and_wait(plan, now, items, "channel_down")
         else:
             _decide_conversation(plan, now, items, known, known.quiet or quiet, times, coalesce_window_s)
         decisions.extend(plan.decisions())
@@ -250,6 +255,12 @@ def next_allowed(ts: float, tz: str, quiet: QuietHours) -> float:
     return quiet.ends_after(midnight, tz) if quiet.contains(midnight, tz) else midnight
 
 
+def local_midnight(ts: float, tz: str) -> float:
+    """The first instant of the local day that `ts` is in."""
+    zone = _zone(tz)
+    return _instants(datetime.fromtimestamp(ts, zone).date(), time(0), zone)[0]
+
+
 def next_midnight(ts: float, tz: str) -> float:
     """The first instant of the next local day after `ts` (past the gap where a DST change skips midnight)."""
     zone = _zone(tz)
@@ -273,7 +284,8 @@ class _Plan:
         ids = tuple(item.id for item in items)
         if len(items) == 1:
             kind: DecisionKind = "send"
-            text = shape(items[0].text, caps)
+            # A chat reply is the conversation itself, not a push: it keeps its length and its lines.
+            text = items[0].text if not items[0].unsolicited else shape(items[0].text, caps)
         else:
             kind = "digest"
             text = digest_text([item.text for item in items], caps)

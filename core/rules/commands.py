@@ -191,6 +191,10 @@ class RuleCommands:
         await self._changed(rule_id)
         return rule_view(record, lang)
 
+    async def turn_off(self, rule_id: str) -> RuleView:
+        """Stop a rule from running (the `/tasks stop` of a chat platform): its mode becomes `off`."""
+        return await self.update(rule_id, mode="off")
+
     async def delete(self, rule_id: str) -> None:
         """Delete the rule with its versions and its run log."""
         deleted = await self._db.write(lambda s: rule_rows.delete_rule(s, rule_id))

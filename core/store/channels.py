@@ -76,6 +76,7 @@ class PeerRecord:
     last_inbound_at: float
     conversation_id: str
     sends_since_inbound: int = 0
+    refused_at: float = 0.0
 
 
 def _channel(row: ChannelRow) -> ChannelRecord:
@@ -264,6 +265,7 @@ def _peer(row: ChannelPeerRow) -> PeerRecord:
         row.last_inbound_at,
         row.conversation_id,
         row.sends_since_inbound,
+        row.refused_at,
     )
 
 
@@ -274,6 +276,22 @@ def count_send(s: Session, channel_id: str, peer: str, *, used_up: bool = False)
     if row is None:
         raise NotFoundError("channel peer", f"{channel_id}/{peer}")
     row.sends_since_inbound = USED_UP if used_up else row.sends_since_inbound + 1
+
+
+def mark_refused(s: Session, channel_id: str, peer: str, *, now: float) -> None:
+    row = s.get(ChannelPeerRow, (channel_id, peer))
+    if row is None:
+        raise NotFoundError("channel peer", f"{channel_id}/{peer}")
+    row.refused_at = now
+
+
+def strangers(s: Session, channel_id: str) -> list[PeerRecord]:
+    """Peers who wrote but were told the bot does not serve them, the latest first (the owner may allow
+    them)."""
+    stmt = select(ChannelPeerRow).where(
+        ChannelPeerRow.channel_id == channel_id, ChannelPeerRow.refused_at > 0
+    )
+    return [_peer(row) for row in s.scalars(stmt.order_by(ChannelPeerRow.refused_at.desc()))]
 
 
 def set_peer_conversation(s: Session, channel_id: str, peer: str, conversation_id: str) -> None:

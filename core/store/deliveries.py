@@ -20,10 +20,16 @@ from core.store.chunks import chunked
 from core.store.errors import NotFoundError
 from core.store.models import DeliveryRow
 
-DeliveryPurpose = Literal["result", "question", "approval", "failure", "rule", "digest", "reminder", "note"]
-DeliveryStatus = Literal["pending", "held", "sent", "dropped"]
+DeliveryPurpose = Literal[
+    "result", "question", "approval", "failure", "rule", "digest", "reminder", "note", "reply", "nudge"
+]
+# `sending`: handed to a chat platform, its answer not back yet. A crash there leaves it `unsure`: it may or
+# may not have arrived, so it is never sent again by itself; needs-you asks the person (docs/channels.md).
+DeliveryStatus = Literal["pending", "held", "sending", "unsure", "sent", "dropped"]
 # Held for a reason only the person can clear; such a delivery is a needs-you row.
 STUCK_REASONS = ("window_closed", "quota", "channel_down")
+ASKED_FOR: frozenset[str] = frozenset({"reply"})
+"""Purposes a person asked for just now (a chat reply on a channel): outside the attention budget."""
 
 PURPOSES: frozenset[str] = frozenset(get_args(DeliveryPurpose))
 STATUSES: frozenset[str] = frozenset(get_args(DeliveryStatus))
@@ -68,6 +74,7 @@ def insert_delivery(
     run_id: str = "",
     files: Sequence[str] | None = None,
     card: str = "",
+    message_id: int = 0,
 ) -> tuple[DeliveryRecord, bool]:
     """Queue a delivery, due at `due_at` (default: now). Returns the record and whether it is new: an id that
     already exists returns the stored delivery, unchanged, and False."""
@@ -92,7 +99,7 @@ def insert_delivery(
         last_error="",
         due_at=now if due_at is None else due_at,
         sent_at=0.0,
-        message_id=0,
+        message_id=message_id,
         created_at=now,
     )
     s.add(row)
@@ -165,6 +172,21 @@ def stuck_deliveries(s: Session) -> list[DeliveryRecord]:
     """Held because only the person can open the way (window closed, no quota, the channel down)."""
     stmt = select(DeliveryRow).where(DeliveryRow.status == "held", DeliveryRow.held_reason.in_(STUCK_REASONS))
     return [_record(row) for row in s.scalars(stmt.order_by(DeliveryRow.created_at))]
+
+
+def in_status(s: Session, status: DeliveryStatus) -> list[DeliveryRecord]:
+    stmt = select(DeliveryRow).where(DeliveryRow.status == _status(status))
+    return [_record(row) for row in s.scalars(stmt.order_by(*_OLDEST_FIRST))]
+
+
+def sent_since(s: Session, conversation_id: str, since: float) -> list[DeliveryRecord]:
+    """Deliveries of this conversation sent at or after `since` (to count them against a daily cap)."""
+    stmt = select(DeliveryRow).where(
+        DeliveryRow.conversation_id == conversation_id,
+        DeliveryRow.status == "sent",
+        DeliveryRow.sent_at >= since,
+    )
+    return [_record(row) for row in s.scalars(stmt)]
 
 
 def deliveries_of_task(s: Session, task_id: str) -> list[DeliveryRecord]:

@@ -178,6 +178,28 @@ def last_user_message(s: Session, conversation_id: str) -> MessageRecord | None:
     return _record(row) if row is not None else None
 
 
+def recent_user_texts(s: Session, conversation_id: str, count: int) -> list[str]:
+    """What the person wrote here lately, the newest first (to tell the conversation's language)."""
+    stmt = (
+        select(MessageRow.text)
+        .where(MessageRow.conversation_id == conversation_id, MessageRow.role == "user")
+        .order_by(MessageRow.id.desc())
+        .limit(count)
+    )
+    return list(s.scalars(stmt))
+
+
+def last_bot_message(s: Session, conversation_id: str) -> MessageRecord | None:
+    """The bot's latest message here (a reply, a push or a notice): what a bare "2" would answer."""
+    row = s.scalars(
+        select(MessageRow)
+        .where(MessageRow.conversation_id == conversation_id, MessageRow.role != "user")
+        .order_by(MessageRow.id.desc())
+        .limit(1)
+    ).first()
+    return _record(row) if row is not None else None
+
+
 def last_message(s: Session, conversation_id: str) -> MessageRecord | None:
     row = s.scalars(
         select(MessageRow)

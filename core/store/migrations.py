@@ -134,6 +134,7 @@ def _add_channel_sending(conn: Connection) -> None:
     add_column(conn, "bots", Column("window_nudge", Boolean, nullable=False, server_default=true()))
     attempts = Column("attempts", Integer, nullable=False, server_default=text("0"))
     add_column(conn, "inbound_messages", attempts)
+    add_column(conn, "channel_peers", Column("refused_at", Double, nullable=False, server_default=text("0")))
 
 
 MIGRATIONS: list[Migration] = [
@@ -152,7 +153,8 @@ MIGRATIONS: list[Migration] = [
     ),
     Migration(
         10,
-        "messages.channel_ref, channels.allowed, bots.window_nudge, inbound_messages.attempts",
+        "messages.channel_ref, channels.allowed, bots.window_nudge, inbound_messages.attempts, "
+        "channel_peers.refused_at",
         _add_channel_sending,
     ),
     # Append here: Migration(11, "...", _function_taking_a_connection),

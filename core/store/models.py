@@ -360,4 +360,6 @@ class ChannelPeerRow(Base):
     last_inbound_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
     # Sends to the peer since it last wrote (every attempt counts); the platform allows only so many.
     sends_since_inbound: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
+    # When a peer the bot does not serve was last told so (migration 10): once a day at most.
+    refused_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
     conversation_id: Mapped[str] = mapped_column(default="", server_default="")

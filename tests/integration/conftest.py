@@ -13,12 +13,21 @@ from core.agent.session import AgentSession
 from core.agent.session_spec import SessionSpec
 from core.clock import FakeClock, SystemClock
 from core.host import Host
+from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.model_server import ScriptedModelServer
 from tests.integration.host_fixtures import make_host, running_api
 from tests.integration.rule_api import NOW
 from tests.integration.task_script import SessionScript
 
 FAST_RETRY = RetryPolicy(delays_s=(0.01, 0.01, 0.01))
+
+
+@pytest.fixture
+async def ilink() -> AsyncIterator[FakeILink]:
+    """A fake WeChat iLink server whose QR login is scanned and confirmed at once."""
+    async with FakeILink(hold_s=0.2) as server:
+        server.qr_script = ["scaned", "confirmed"]
+        yield server
 
 
 @pytest.fixture

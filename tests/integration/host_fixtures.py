@@ -12,6 +12,7 @@ from core.agent.model_config import ModelConfig, RetryPolicy
 from core.api.server import ApiServer
 from core.clock import Clock
 from core.cost.reserve import BalanceRead
+from core.delivery.policy import COALESCE_WINDOW_S
 from core.host import Host
 from tests.fakes.secrets import MemorySecretStore
 
@@ -28,6 +29,7 @@ def make_host(
     clock: Clock | None = None,
     balance_read: BalanceRead | None = None,
     environ: Mapping[str, str] | None = None,
+    gather_s: float = COALESCE_WINDOW_S,
 ) -> Host:
     """`environ` stands in for the process environment (no test reads the real one): e.g. where WeChat is."""
     return Host(
@@ -39,6 +41,7 @@ def make_host(
         clock=clock,
         balance_read=balance_read,
         environ=environ or {},
+        gather_s=gather_s,
     )
 
 

@@ -4,58 +4,15 @@ restart with nothing lost or taken twice, refused clearly on bad input, and remo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
-
-import httpx
-import pytest
 
 from core.channels.wechat.login import token_secret_name
-from core.host import Host
 from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore
-from tests.integration.host_fixtures import make_host, running_api
+from tests.integration.host_fixtures import running_api
+from tests.integration.wechat_fixtures import channel, wechat_host, wechat_messages
 from tests.waiting import wait_until
-
-
-@pytest.fixture
-async def ilink() -> AsyncIterator[FakeILink]:
-    async with FakeILink(hold_s=0.2) as server:
-        server.qr_script = ["scaned", "confirmed"]
-        yield server
-
-
-def wechat_host(
-    tmp_path: Path,
-    model_server: ScriptedModelServer,
-    home: Path,
-    ilink: FakeILink,
-    secrets: MemorySecretStore,
-) -> Host:
-    return make_host(
-        tmp_path / "data",
-        model_server.base_url,
-        home=home,
-        secrets=secrets,
-        environ={"ERRAND_WECHAT_BASE_URL": ilink.base_url},
-    )
-
-
-async def channel(client: httpx.AsyncClient, bot: str, channel_id: str) -> dict[str, Any]:
-    r = await client.get(f"/api/bots/{bot}/channels/{channel_id}")
-    assert r.status_code == 200
-    return dict(r.json())
-
-
-async def wechat_messages(client: httpx.AsyncClient) -> list[dict[str, Any]]:
-    conversations = (await client.get("/api/conversations")).json()["conversations"]
-    found: list[dict[str, Any]] = []
-    for c in conversations:
-        if c["channel"] == "wechat":
-            found += (await client.get(f"/api/conversations/{c['id']}/messages")).json()["messages"]
-    return found
 
 
 async def test_a_bot_connected_by_qr_answers_wechat_messages_and_resumes_after_a_restart(

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
+from core.channels.channel import SendHeld
 from core.channels.wechat.ilink import ILinkClient
-from core.channels.wechat.sender import SENDS_PER_INBOUND, WINDOW_S, Held, WeChatSender
+from core.channels.wechat.sender import SENDS_PER_INBOUND, WINDOW_S, WeChatSender
 from core.clock import FakeClock
 from core.store import channels as channel_rows
 from core.store.channels import Arrival
@@ -89,7 +90,7 @@ async def test_the_tenth_send_since_the_peer_wrote_is_held_before_it_reaches_the
     await channel.peer_says("go")
     for n in range(SENDS_PER_INBOUND):
         await channel.sender.send(ilink.owner_id, f"update {n}")
-    with pytest.raises(Held) as held:
+    with pytest.raises(SendHeld) as held:
         await channel.sender.send(ilink.owner_id, "one more")
     assert held.value.reason == "quota"
     assert len(ilink.sent) == SENDS_PER_INBOUND and ilink.refused_sends == []
@@ -104,7 +105,7 @@ async def test_after_23_hours_of_silence_a_send_is_held_as_window_closed(
 ) -> None:
     await channel.peer_says("go")
     clock.advance(WINDOW_S)
-    with pytest.raises(Held) as held:
+    with pytest.raises(SendHeld) as held:
         await channel.sender.send(ilink.owner_id, "late result")
     assert held.value.reason == "window_closed"
     assert ilink.sent == []
@@ -112,7 +113,7 @@ async def test_after_23_hours_of_silence_a_send_is_held_as_window_closed(
 
 
 async def test_a_peer_who_never_wrote_cannot_be_sent_to(channel: Channel, ilink: FakeILink) -> None:
-    with pytest.raises(Held) as held:
+    with pytest.raises(SendHeld) as held:
         await channel.sender.send("stranger@im.wechat", "hello?")
     assert held.value.reason == "window_closed"
     assert ilink.sent == [] and ilink.refused_sends == []
@@ -125,10 +126,10 @@ async def test_a_refusal_from_the_platform_holds_every_later_send_until_the_peer
     await channel.peer_says("go")
     await channel.sender.send(ilink.owner_id, "one")
     await channel.sender.send(ilink.owner_id, "two")
-    with pytest.raises(Held):
+    with pytest.raises(SendHeld):
         await channel.sender.send(ilink.owner_id, "three")
     assert len(ilink.refused_sends) == 1
-    with pytest.raises(Held) as held:
+    with pytest.raises(SendHeld) as held:
         await channel.sender.send(ilink.owner_id, "four")
     assert held.value.reason == "quota"
     assert len(ilink.refused_sends) == 1  # not retried in a loop: the platform was not asked again

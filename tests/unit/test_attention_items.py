@@ -33,6 +33,7 @@ from core.attention.items import (
     split_item_id,
     stuck_turn_item,
     undelivered_item,
+    unsure_delivery_item,
 )
 from core.attention.routing import AnswerError
 
@@ -76,6 +77,7 @@ def one_of_each(since: float = NOW, lang: str = "zh") -> dict[str, AttentionItem
             "r_obs", "b_tt", "看 X 价格", 3, "本会发送:“X 降价了,现在 ¥199”", since, lang=lang
         ),
         reserve_item("b_or", "OpenRouter 限额 $10.00,剩余 $1.50,低于 20%", since, lang=lang),
+        unsure_delivery_item("t_1:result", "c_wx", "b_yy", "微信", "报告写好了", since, lang=lang),
     ]
     return {item.kind: item for item in items}
 
@@ -91,7 +93,7 @@ def test_the_needs_you_order_across_all_kinds() -> None:
     groups = [
         {"question", "approval"},
         {"task_failed", "rule_paused", "rule_failing"},
-        {"undelivered"},
+        {"undelivered", "unsure_delivery"},
         {"channel_login", "stuck_turn", "task_budget", "reserve_low"},
         {"observe_ready"},
     ]
@@ -391,7 +393,7 @@ def test_subjects_and_lines_per_kind_in_chinese() -> None:
     items = one_of_each()
     assert items["task_failed"].subject == "竞品周报 · 失败"
     assert items["task_failed"].line == "X 云的价格页要登录,我进不去。"
-    assert items["undelivered"].subject == "1 条消息未送达微信"
+    assert items["undelivered"].subject == "1 条结果等你在微信里发条消息才能送达"
     assert "24 小时内没在微信里发消息" in items["undelivered"].line
     assert items["task_budget"].subject == "季度报告 · 预算用完"
     assert items["task_budget"].line == "已用 约 $1.00 / $1.00。继续还是停止?"
@@ -412,7 +414,7 @@ def test_subjects_and_lines_per_kind_in_english() -> None:
     assert items["task_budget"].line == "Spent about $1.00 of $1.00. Continue or stop?"
     assert items["observe_ready"].options == ("Act from now on", "Keep observing")
     assert items["channel_login"].subject == "微信 login expired"
-    assert items["undelivered"].subject == "1 message(s) not delivered to 微信"
+    assert items["undelivered"].subject == "1 result(s) wait for you to message it on 微信"
 
 
 def test_an_approval_without_a_task_is_titled_by_its_label() -> None:
@@ -426,7 +428,7 @@ def test_a_failed_task_without_a_reason_still_says_something() -> None:
 
 def test_undelivered_lines_per_reason() -> None:
     quota = undelivered_item("c", "b", "微信", "quota", NOW, count=2)
-    assert quota.subject == "2 条消息未送达微信"
+    assert quota.subject == "2 条结果等你在微信里发条消息才能送达"
     assert "用完了" in quota.line
     failed = undelivered_item("c", "b", "Feishu", "failed", NOW, error="HTTP 503", lang="en")
     assert failed.line == "Sending failed 3 times: HTTP 503"

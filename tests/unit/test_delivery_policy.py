@@ -16,8 +16,8 @@ from core.channels.channel import (
     DESKTOP,
     FEISHU,
     WECHAT,
-    Channel,
     ChannelCapabilities,
+    ChannelSending,
     shape,
 )
 from core.delivery.policy import (
@@ -698,35 +698,22 @@ def test_desktop_still_merges_and_keeps_one_question_open() -> None:
 
 
 class FakeWeChat:
-    """A minimal Channel: the 24 h window opened by the user's latest message."""
+    """A minimal sender of a chat platform, as the outbox sees it."""
 
     def __init__(self) -> None:
-        self.last_inbound: dict[str, float] = {}
         self.sent: list[tuple[str, str]] = []
-
-    @property
-    def capabilities(self) -> ChannelCapabilities:
-        return WECHAT
 
     async def send(self, conversation_id: str, text: str) -> str:
         self.sent.append((conversation_id, text))
         return f"msg-{len(self.sent)}"
 
-    def window_open(self, conversation_id: str, now: float) -> bool:
-        last = self.last_inbound.get(conversation_id)
-        return last is not None and now - last < 24 * HOUR
 
-
-async def test_a_channel_implements_the_protocol() -> None:
+async def test_a_channel_sender_implements_the_protocol() -> None:
     wechat = FakeWeChat()
-    channel: Channel = wechat
-    assert isinstance(wechat, Channel)
-    assert channel.capabilities.daily_cap == 3
-    assert not channel.window_open("wx", 1000.0)
-    wechat.last_inbound["wx"] = 1000.0
-    assert channel.window_open("wx", 1000.0 + 23 * HOUR)
-    assert not channel.window_open("wx", 1000.0 + 24 * HOUR)
+    channel: ChannelSending = wechat
+    assert isinstance(wechat, ChannelSending)
     assert await channel.send("wx", "hi") == "msg-1"
+    assert wechat.sent == [("wx", "hi")]
 
 
 def test_channel_capabilities_follow_p3() -> None:

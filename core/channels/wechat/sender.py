@@ -3,7 +3,7 @@
 WeChat takes replies only within 24 h of the peer's latest message, and only about ten per message the
 peer sent; past either, a send fails with `ret=-2`, and retrying in a loop makes it worse. So we keep an
 hour and one send of margin (23 h, 9 sends), count every attempt before making it (a crash can only
-over-count), and when a send cannot go now say why with `Held`: the caller keeps the message until the
+over-count), and when a send cannot go now say why with `SendHeld`: the caller keeps the message until the
 peer writes again. A send the platform refuses all the same uses up the peer's budget until then.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from core.channels.channel import cut
+from core.channels.channel import SendHeld, cut
 from core.channels.wechat.frames import MAX_TEXT
 from core.channels.wechat.ilink import ILinkClient, SendRefused
 from core.channels.wechat.plain_text import plain_text
@@ -24,14 +24,6 @@ from core.store.database import Database
 
 WINDOW_S = 23 * 3600.0
 SENDS_PER_INBOUND = 9
-
-
-class Held(Exception):
-    """The message cannot go now; `reason` is a delivery's held reason (`window_closed` or `quota`)."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +57,14 @@ class WeChatSender:
 
     async def send(self, peer: str, text: str) -> str:
         """Send `text` (Markdown flattened, at most 4,000 characters, never split) to `peer`; the
-        platform's id of the message. Held when it cannot go now; SessionExpired when the login is gone."""
+        platform's id of the message. SendHeld when it cannot go now; SessionExpired when the login is
+        gone."""
         found = await self._db.read(lambda s: channel_rows.get_peer(s, self._channel_id, peer))
         window = reply_window(found, self._clock.time())
         if found is None or not window.open:
-            raise Held("window_closed", f"{peer} has not written in the last {WINDOW_S / 3600:.0f} h")
+            raise SendHeld("window_closed", f"{peer} has not written in the last {WINDOW_S / 3600:.0f} h")
         if window.sends_left <= 0:
-            raise Held("quota", f"{SENDS_PER_INBOUND} messages went to {peer} since it last wrote")
+            raise SendHeld("quota", f"{SENDS_PER_INBOUND} messages went to {peer} since it last wrote")
 
         def count(s: Session) -> None:
             channel_rows.count_send(s, self._channel_id, peer)
@@ -85,4 +78,4 @@ class WeChatSender:
                 channel_rows.count_send(s, self._channel_id, peer, used_up=True)
 
             await self._db.write(used_up)
-            raise Held("quota", str(exc)) from exc
+            raise SendHeld("quota", str(exc)) from exc

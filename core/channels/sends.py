@@ -1,0 +1,116 @@
+"""The outbox's way onto the chat platforms (`ChannelSending`): a conversation is found by its peer, and the
+message goes through that channel's sender within the platform's limits (docs/channels.md#sending).
+
+It keeps its own client per channel, apart from the channel's long poll, so a send never waits behind a
+poll that the server holds for half a minute. The token is read from the keyring for each send, so a new
+login is used at once; a client is made again only when the token changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+from sqlalchemy.orm import Session
+
+from core.bots.secret_store import SecretStore
+from core.bus import EventBus
+from core.changes import ChannelChanged
+from core.channels.channel import SendHeld
+from core.channels.wechat.ilink import ILinkClient, SessionExpired, configured_urls
+from core.channels.wechat.login import token_secret_name
+from core.channels.wechat.sender import WeChatSender
+from core.clock import Clock
+from core.store import channels as channel_rows
+from core.store.channels import ChannelRecord, PeerRecord
+from core.store.database import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Client:
+    token: str
+    client: ILinkClient
+
+
+class ChannelSends:
+    def __init__(
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        secrets: SecretStore,
+        *,
+        environ: Mapping[str, str],
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._db = db
+        self._bus = bus
+        self._clock = clock
+        self._secrets = secrets
+        self._base_url, _cdn = configured_urls(environ)
+        self._transport = transport
+        self._clients: dict[str, _Client] = {}
+
+    async def close(self) -> None:
+        for held in self._clients.values():
+            await held.client.close()
+        self._clients.clear()
+
+    async def send(self, conversation_id: str, text: str) -> str:
+        def find(s: Session) -> tuple[PeerRecord | None, ChannelRecord | None]:
+            peer = channel_rows.peer_of_conversation(s, conversation_id)
+            return peer, channel_rows.get_channel(s, peer.channel_id) if peer else None
+
+        peer, channel = await self._db.read(find)
+        if peer is None or channel is None:
+            raise SendHeld("channel_down", "this conversation's channel was removed")
+        if channel.status != "connected":
+            raise SendHeld("channel_down", f"the channel is {channel.status}")
+        token = await self._secrets.get(token_secret_name(channel.id))
+        if not token:
+            raise SendHeld("channel_down", "the channel's login is not in the keyring")
+        client = await self._client(channel, token)
+        try:
+            return await WeChatSender(self._db, self._clock, client, channel_id=channel.id).send(
+                peer.peer, text
+            )
+        except SessionExpired as exc:
+            await self._expired(channel.id, str(exc))
+            raise SendHeld("channel_down", "the WeChat login expired") from exc
+
+    async def send_to_peer(self, channel_id: str, peer: str, text: str) -> str:
+        """One message to a peer with no conversation here (telling a stranger the bot is not theirs),
+        within the same limits as any send."""
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
+        if channel is None or channel.status != "connected":
+            raise SendHeld("channel_down", "the channel is not connected")
+        token = await self._secrets.get(token_secret_name(channel.id))
+        if not token:
+            raise SendHeld("channel_down", "the channel's login is not in the keyring")
+        client = await self._client(channel, token)
+        return await WeChatSender(self._db, self._clock, client, channel_id=channel.id).send(peer, text)
+
+    async def _client(self, channel: ChannelRecord, token: str) -> ILinkClient:
+        held = self._clients.get(channel.id)
+        if held is not None and held.token == token:
+            return held.client
+        if held is not None:
+            await held.client.close()
+        client = ILinkClient(channel.base_url or self._base_url, token=token, transport=self._transport)
+        self._clients[channel.id] = _Client(token, client)
+        return client
+
+    async def _expired(self, channel_id: str, reason: str) -> None:
+        now = self._clock.time()
+        log.warning("channel %s: the login expired while sending (%s)", channel_id, reason)
+
+        def write(s: Session) -> None:
+            if channel_rows.get_channel(s, channel_id) is not None:
+                channel_rows.set_status(s, channel_id, "login_expired", reason=reason, now=now)
+
+        await self._db.write(write)
+        self._bus.publish(ChannelChanged(channel_id))
