@@ -13,6 +13,7 @@ a channel is not a setting that waits. The section re-reads on the bridge's `cha
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from PySide6.QtCore import Qt, SignalInstance
@@ -139,7 +140,8 @@ class ChannelSection(Section):
         self._reader.reset()
         self._calls.cancel_all()
         if self.login_dialog is not None:
-            self.login_dialog.reject()
+            with contextlib.suppress(RuntimeError):  # gone with the settings dialog already
+                self.login_dialog.reject()
 
     def row(self, channel_id: str) -> SettingsChannelRow | None:
         return next((r for r in self.rows if r.view.id == channel_id), None)

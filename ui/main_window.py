@@ -479,7 +479,8 @@ class MainWindow(QMainWindow):
         if self.needs_you is not None:
             self.needs_you.shutdown()
         if self.login_dialog is not None:
-            self.login_dialog.reject()
+            with contextlib.suppress(RuntimeError):  # gone with the window already
+                self.login_dialog.reject()
         self._calls.cancel_all()
         self.chat_view.shutdown()
         if self.task_list is not None:

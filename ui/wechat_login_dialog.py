@@ -148,6 +148,9 @@ class WeChatLoginDialog(QDialog):
         column.addSpacing(4)
         column.addLayout(buttons)
         self.setMinimumWidth(380)
+        # Enter in the digits field sends them, and only that: no button takes Enter for itself.
+        for each in (self.code_button, self.retry_button, self.close_button):
+            each.setAutoDefault(False)
         self._show_step("fetching", t("wechat.fetching"))
 
     def _build_code_box(self) -> QWidget:
@@ -246,7 +249,7 @@ class WeChatLoginDialog(QDialog):
 
     def submit_code(self) -> None:
         """确定: hand the digits to the login; a refusal is said under the field and the dialog stays."""
-        if self.step != "verify" or not self._channel_id:
+        if self.step != "verify" or not self._channel_id or not self.code_input.text().strip():
             return
         try:
             self._channels.enter_verify_code(self._channel_id, self.code_input.text())

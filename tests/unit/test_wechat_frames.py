@@ -164,6 +164,9 @@ def test_the_wechat_urls_can_point_at_a_server_on_this_machine() -> None:
     from core.channels.wechat.ilink import DEFAULT_BASE_URL, DEFAULT_CDN_URL, client_version, configured_urls
 
     assert configured_urls({}) == (DEFAULT_BASE_URL, DEFAULT_CDN_URL)
-    local = {"ERRAND_WECHAT_BASE_URL": "http://127.0.0.1:9/", "ERRAND_WECHAT_CDN_URL": "http://127.0.0.1:9/c2c"}
+    local = {
+        "ERRAND_WECHAT_BASE_URL": "http://127.0.0.1:9/",
+        "ERRAND_WECHAT_CDN_URL": "http://127.0.0.1:9/c2c",
+    }
     assert configured_urls(local) == ("http://127.0.0.1:9", "http://127.0.0.1:9/c2c")
     assert client_version("2.4.8") == str(2 << 16 | 4 << 8 | 8)
