@@ -339,7 +339,7 @@ class BotPanel(QWidget):
         self.desktop_row = PanelChannelRow(None, self._channels_well)
         self._channels_layout.addWidget(self.desktop_row)
         self.channel_rows: list[PanelChannelRow] = []
-        self.connect_wechat_button = QPushButton(t("channels.connect_wechat"), self.channels_group)
+        self.connect_wechat_button = QPushButton(t("panel.connect_wechat"), self.channels_group)
         self.connect_wechat_button.setObjectName("panelConnectChannel")
         self.connect_wechat_button.setFlat(True)
         self.connect_wechat_button.setCursor(Qt.CursorShape.PointingHandCursor)

@@ -24,7 +24,7 @@ from core.channels.service import ChannelView
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
-from ui.channel_rows import BotChannels, channel_dot, channel_title, row_action, status_words
+from ui.channel_rows import BotChannels, channel_dot, channel_title, row_action, status_word, status_words
 from ui.delete_confirm import DeleteConfirm
 from ui.elided_text import ElidedText
 from ui.form import Section, button, small_label
@@ -47,12 +47,14 @@ class SettingsChannelRow(QWidget):
         self.title = ElidedText(channel_title(view), 1, self)
         self.title.setObjectName("settingsChannelTitle")
         self.title.set_color(theme.colors().text)
-        self.status_label = QLabel(status_words(view), self)
+        self.status_label = QLabel(status_word(view), self)
         self.status_label.setObjectName("settingsChannelStatus")
         failed = view.status in ("login_expired", "error")
         self.status_label.setProperty("role", "danger" if failed else "muted")
         self.status_label.setFont(theme.font("small"))
-        self.status_label.setWordWrap(True)
+        # The reason goes under the name, where it may wrap, so the name keeps its room.
+        self.reason_label = small_label(view.reason if failed else "", "faint", "settingsHint", self)
+        self.reason_label.setContentsMargins(self.dot.sizeHint().width() + 8, 0, 0, 0)
         action = row_action(view)
         self.login_button: QPushButton | None = None
         if action:
@@ -83,6 +85,7 @@ class SettingsChannelRow(QWidget):
         column.setContentsMargins(14, 8, 14, 8)
         column.setSpacing(6)
         column.addLayout(line)
+        column.addWidget(self.reason_label)
         column.addWidget(self.confirm)
         self.setAccessibleName(f"{channel_title(view)} · {status_words(view)}")
 

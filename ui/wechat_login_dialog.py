@@ -40,7 +40,6 @@ from ui.qr_image import MIN_SIDE_PX, QUIET_ZONE, qr_image, qr_matrix
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
 from ui.theme import DotState
-from ui.wrapped_label import WrappedLabel
 
 log = logging.getLogger(__name__)
 
@@ -111,10 +110,13 @@ class WeChatLoginDialog(QDialog):
         self.qr_label.setFixedSize(self._qr_side, self._qr_side)
 
         self.dot = StatusDot("idle", 8, self)
-        self.status_label = WrappedLabel("", self)
+        # The step in a few words on one line beside its dot; a failure's reason, which may run long,
+        # wraps on its own line under it.
+        self.status_label = QLabel("", self)
         self.status_label.setObjectName("wechatStatus")
         self.status_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.status_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.reason_label = small_label("", "danger", "wechatReason", self)
+        self.reason_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         status_line = QHBoxLayout()
         status_line.setSpacing(8)
         status_line.addStretch(1)
@@ -143,6 +145,7 @@ class WeChatLoginDialog(QDialog):
         column.addWidget(self.heading)
         column.addWidget(self.qr_label, 0, Qt.AlignmentFlag.AlignHCenter)
         column.addLayout(status_line)
+        column.addWidget(self.reason_label)
         column.addWidget(self.code_box)
         column.addWidget(self.hint)
         column.addSpacing(4)
@@ -266,8 +269,10 @@ class WeChatLoginDialog(QDialog):
 
     # -- showing ---------------------------------------------------------------------------------------
 
-    def _show_step(self, step: Step, words: str) -> None:
+    def _show_step(self, step: Step, words: str, why: str = "") -> None:
         self.step = step
+        self.reason_label.setText(why)
+        self.reason_label.setVisible(bool(why))
         dots: dict[Step, DotState] = {
             "fetching": "idle",
             "scan": "idle",
@@ -322,7 +327,7 @@ class WeChatLoginDialog(QDialog):
             self._close_timer.start()
 
     def _show_failed(self, why: str) -> None:
-        self._show_step("failed", t("wechat.failed", reason=why) if why else t("channels.status.error"))
+        self._show_step("failed", t("wechat.failed"), why)
 
     def _code_refused(self, text: str) -> None:
         self.code_error.setText(text)

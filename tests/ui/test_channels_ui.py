@@ -238,9 +238,8 @@ async def test_an_expired_code_is_replaced_and_counted_then_the_login_fails_with
     await wait_until(lambda: "(3/3)" in dialog.status_label.text())
     channels.expire_code(dialog.channel_id)
     await wait_until(lambda: dialog.step == "failed")
-    assert dialog.status_label.text() == (
-        "The login didn't finish: the QR code expired 3 times; start again to get a new one"
-    )
+    assert dialog.status_label.text() == "The login didn't finish"
+    assert dialog.reason_label.text() == "the QR code expired 3 times; start again to get a new one"
     assert dialog.dot.state == "failed"
     assert dialog.qr_label.pixmap().isNull()  # a dead code is not left looking scannable
     assert dialog.retry_button.isVisible() and dialog.close_button.text() == "Close"
@@ -248,7 +247,7 @@ async def test_an_expired_code_is_replaced_and_counted_then_the_login_fails_with
     QTest.mouseClick(dialog.retry_button, Qt.MouseButton.LeftButton)
     await wait_until(lambda: dialog.status_label.text() == "Scan this code with WeChat")
     assert channels.calls[-1] == ("log_in_again", "bot-1", dialog.channel_id)
-    assert not dialog.retry_button.isVisible()
+    assert not dialog.retry_button.isVisible() and not dialog.reason_label.isVisible()
 
 
 async def test_a_login_that_cannot_start_says_why(channel_window: MainWindow, channels: FakeChannels) -> None:
@@ -258,7 +257,8 @@ async def test_a_login_that_cannot_start_says_why(channel_window: MainWindow, ch
     dialog = channel_window.login_dialog
     assert dialog is not None
     await wait_until(lambda: dialog.step == "failed")
-    assert dialog.status_label.text() == "The login didn't finish: WeChat gave no QR code: 502"
+    assert dialog.status_label.text() == "The login didn't finish"
+    assert dialog.reason_label.text() == "WeChat gave no QR code: 502"
 
     channels.add_error = None
     QTest.mouseClick(dialog.retry_button, Qt.MouseButton.LeftButton)
