@@ -1,11 +1,13 @@
 """A bot's channels in the window: the panel's 渠道 rows in each status, the WeChat login dialog from its QR
 code through scan, verify code and connected (or an expired code, or a failure), a WeChat conversation that
-is read here and answered there, removing a channel only after a confirm, and needs-you's 重新扫码."""
+is read here and answered there, removing a channel only after a confirm, and needs-you's 重新扫码; last,
+the same login over a real host against the fake iLink server."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -15,11 +17,15 @@ from pytestqt.qtbot import QtBot
 
 from core.changes import ChannelChanged
 from core.channels.wechat.login import LoginProgress
+from core.host import Host
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_channels import QR_URL, FakeChannels
 from tests.fakes.fake_chat import FakeChatFacade
+from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.fake_tasks import FakeTaskFacade
+from tests.fakes.model_server import ScriptedModelServer
+from tests.integration.host_fixtures import make_host
 from tests.ui.conftest import wait_until
 from ui import i18n
 from ui.bot_panel import BotPanel
@@ -424,3 +430,62 @@ async def test_needs_you_scan_again_opens_the_login_for_that_channel(
     assert attention.acted == [(f"channel_login:{expired.id}", "open", {})]
     assert ("log_in_again", "bot-1", expired.id) in channels.calls
     assert not dialog.qr_label.pixmap().isNull()
+
+
+# -- over a real host ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def ilink() -> AsyncIterator[FakeILink]:
+    async with FakeILink(hold_s=0.2) as server:
+        server.qr_script = ["wait", "need_verifycode", "confirmed"]
+        yield server
+
+
+@pytest.fixture
+async def wechat_host(tmp_path: Path, ilink: FakeILink) -> AsyncIterator[Host]:
+    async with ScriptedModelServer() as model_server:
+        made = make_host(
+            tmp_path / "data",
+            model_server.base_url,
+            home=tmp_path / "home",
+            environ={"ERRAND_WECHAT_BASE_URL": ilink.base_url},
+        )
+        await made.start()
+        yield made
+        await made.stop()
+
+
+async def test_connecting_wechat_through_the_real_host(
+    qtbot: QtBot, wechat_host: Host, ilink: FakeILink
+) -> None:
+    host = wechat_host
+    bridge = EventBridge(host.bus)
+    window = MainWindow(
+        host.chat, bridge, attention=host.attention, bots=host.desktop_bots, channels=host.channels
+    )
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        await window.refresh()
+        await wait_until(lambda: bool(window.current_bot_id()))
+        window.show_bot_panel()
+        panel = window.bot_panel
+        assert panel is not None
+        QTest.mouseClick(panel.connect_wechat_button, Qt.MouseButton.LeftButton)
+        dialog = window.login_dialog
+        assert dialog is not None
+
+        await wait_until(lambda: dialog.step == "verify", timeout=10)
+        image = dialog.qr_label.pixmap().toImage()
+        expected = qr_matrix(f"{ilink.base_url}/qr")  # the code's content, as the platform gave it
+        assert shown_modules(image, len(expected)) == expected
+        QTest.keyClicks(dialog.code_input, "482913")
+        QTest.keyClick(dialog.code_input, Qt.Key.Key_Return)
+
+        await wait_until(lambda: window.login_dialog is None, timeout=10)
+        assert any(poll.get("verify_code") == "482913" for poll in ilink.qr_polls)
+        await wait_until(lambda: panel.channel_lines()[-1:] == ["WeChat · bot-1 · Connected"], timeout=10)
+    finally:
+        window.shutdown()
+        bridge.close()
