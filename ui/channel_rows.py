@@ -101,6 +101,7 @@ class PanelChannelRow(QWidget):
         self.setObjectName("panelChannelRow")
         self.view = view
         self.dot = StatusDot(channel_dot(view) if view else "working", 7, self)
+        # No colour of its own: the palette's text follows a change of scheme.
         self.title = ElidedText(channel_title(view) if view else kind_name("desktop"), 1, self)
         self.title.setObjectName("panelChannelTitle")
         self.status_label = QLabel(status_word(view) if view else t("panel.connected"), self)
@@ -135,7 +136,6 @@ class PanelChannelRow(QWidget):
             self.action_button.clicked.connect(lambda _checked=False: self._ask(action == "again"))
             grid.addWidget(self.action_button, 1, 2, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignRight)
         grid.setColumnStretch(1, 1)
-        self.title.set_color(theme.colors().text)
         words = status_words(view) if view is not None else t("panel.connected")
         self.setAccessibleName(f"{self.title.text()} · {words}")
 

@@ -44,9 +44,9 @@ class SettingsChannelRow(QWidget):
         self.view = view
         self._section = section
         self.dot = StatusDot(channel_dot(view), 8, self)
+        # No colour of its own: the palette's text follows a change of scheme.
         self.title = ElidedText(channel_title(view), 1, self)
         self.title.setObjectName("settingsChannelTitle")
-        self.title.set_color(theme.colors().text)
         self.status_label = QLabel(status_word(view), self)
         self.status_label.setObjectName("settingsChannelStatus")
         failed = view.status in ("login_expired", "error")
