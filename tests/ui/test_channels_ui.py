@@ -161,6 +161,28 @@ async def test_scan_again_on_an_expired_row_starts_a_new_login(
     assert dialog.windowTitle() == "Sign in to WeChat again"
 
 
+async def test_show_code_follows_the_login_under_way_without_starting_another(
+    channel_window: MainWindow, channels: FakeChannels
+) -> None:
+    waiting = channels.put(
+        status="connecting", account="", login=LoginProgress("scanned", QR_URL.format(n=1), 1)
+    )
+    panel = await open_panel(channel_window)
+    await wait_until(lambda: len(panel.channel_rows) == 1)
+    button = panel.channel_rows[0].action_button
+    assert button is not None and button.text() == "Show code"
+    QTest.mouseClick(button, Qt.MouseButton.LeftButton)
+
+    dialog = channel_window.login_dialog
+    assert dialog is not None
+    await wait_until(lambda: dialog.status_label.text() == "Scanned. Confirm on your phone")
+    assert not dialog.qr_label.pixmap().isNull()
+    assert channels.calls == []  # no new login: the one under way goes on
+    channels.confirm(waiting.id)
+    await wait_until(lambda: channel_window.login_dialog is None)
+    assert channels.ids() == [waiting.id]
+
+
 # -- the login dialog ------------------------------------------------------------------------------------
 
 
