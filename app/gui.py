@@ -104,6 +104,7 @@ def _run(data_dir: Path) -> int:
         attention=host.attention,
         bots=host.desktop_bots,
         rules=host.rules,
+        channels=host.channels,
     )
     window.show()
     shown_at = _process_age()

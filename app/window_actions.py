@@ -54,7 +54,14 @@ class WindowActions:
     def open_bot_settings(self, bot_id: str) -> None:
         if not self._raise_open():
             reserve = self._host.reserve.line(bot_id, language())
-            dialog = BotSettingsDialog(self._host.desktop_bots, bot_id, self._window, reserve_line=reserve)
+            dialog = BotSettingsDialog(
+                self._host.desktop_bots,
+                bot_id,
+                self._window,
+                reserve_line=reserve,
+                channels=self._host.channels,
+                channel_changed=self._bridge.channelChanged,
+            )
             self._show(dialog)
             self._calls.start(dialog.load())
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from core.attention.items import AttentionItem, action_label, lang_of
+from core.attention.items import AttentionAction, AttentionItem, action_label, lang_of
 from core.translations import LANGUAGES
 from core.translations import text as words
 from ui import formatting, theme
@@ -88,11 +88,13 @@ def takes_free_text(item: AttentionItem) -> bool:
 
 
 class AttentionRow(QWidget):
-    """Emits `actRequested(item_id, action, answer)` (answer is '' unless action is 'answer') and
-    `openRequested(task_id, conversation_id)`."""
+    """Emits `actRequested(item_id, action, answer)` (answer is '' unless action is 'answer'),
+    `openRequested(task_id, conversation_id)`, and for an expired channel login `loginRequested(item_id)`
+    (its 重新扫码: the page asks the item where to scan again)."""
 
     actRequested = Signal(str, str, str)
     openRequested = Signal(str, str)
+    loginRequested = Signal(str)
 
     def __init__(
         self, item: AttentionItem, parent: QWidget | None = None, now: Callable[[], float] = time.time
@@ -188,7 +190,7 @@ class AttentionRow(QWidget):
         """[option] [option] [回复…] [批准一次] [拒绝] [重试] [打开任务]: what it offers, in its order."""
         options = item.options if "answer" in item.actions else ()
         reply = action_label(item, "answer", lang) if takes_free_text(item) else None
-        others = [(action, action_label(item, action, lang)) for action in item.actions if action != "answer"]
+        others = [(a, self._action_text(item, a, lang)) for a in item.actions if a != "answer"]
         bar = AnswerBar(options, reply, others, self)
         if item.kind == "task_budget" and len(options) == len(bar.buttons) >= 2:
             more = bar.buttons[BUDGET_CONTINUE]
@@ -198,6 +200,13 @@ class AttentionRow(QWidget):
         bar.answered.connect(lambda text: self.actRequested.emit(self.item.id, "answer", text))
         bar.actionRequested.connect(self._act)
         return bar
+
+    @staticmethod
+    def _action_text(item: AttentionItem, action: AttentionAction, lang: str) -> str:
+        if item.kind == "channel_login" and action == "open":
+            # On the desktop, signing WeChat in again is scanning a new code, and the button says so.
+            return t("channels.scan_again")
+        return action_label(item, action, lang)
 
     def _tint(self) -> None:
         self.subject.set_color(theme.colors().text)
@@ -210,6 +219,9 @@ class AttentionRow(QWidget):
     # -- asking ----------------------------------------------------------------------------------------
 
     def _act(self, action: str) -> None:
+        if action == "open" and self.item.kind == "channel_login":
+            self.loginRequested.emit(self.item.id)
+            return
         if action == "open":
             self.openRequested.emit(self.item.task_id, self.item.conversation_id)
             return

@@ -4,14 +4,16 @@ bot", each group only when it has something:
     (天) 天天                      the avatar with its state ring, the name, the activity line
          GPU 价格调研等你回答
     渠道      ● 桌面          已连接
+              ● 微信 · wxid_a1 已连接      each of the bot's channels (ui.channel_rows), then 连接微信
     待审批    this bot's approvals, [批准一次] [拒绝] inline (the needs-you row)
     任务      working tasks, then those that need you; then rules; then 「已结束 3 ▸」, which unfolds
               the ended tasks of the last 30 days
 
 A task row opens in place into the task detail (`ui.task_detail.TaskDetailBody`, the class the main pane
 shows too), with ‹ back to the groups; a rule row opens the rule detail (`ui.rule_detail`) the same way.
-The panel reads this bot's tasks through the TaskFacade, and its rules through the RuleFacade, while it is
-shown; the window hands it the needs-you items it already reads, so approvals cost no second read.
+The panel reads this bot's tasks through the TaskFacade, its rules through the RuleFacade and its channels
+through the ChannelFacade, while it is shown; the window hands it the needs-you items it already reads,
+so approvals cost no second read.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from PySide6.QtWidgets import (
 from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
 from core.bots.views import BotActivity, BotView
+from core.channels.facade import ChannelFacade
 from core.rules.facade import RuleFacade
 from core.tasks.facade import TaskFacade
 from core.tasks.views import TaskView
@@ -45,6 +48,7 @@ from ui import theme
 from ui.answer_bar import reason
 from ui.attention_row import AttentionRow
 from ui.bot_list import bot_avatar
+from ui.channel_rows import BotChannels, PanelChannelRow
 from ui.elided_text import ElidedText
 from ui.i18n import language, t
 from ui.reloader import Reloader
@@ -164,6 +168,9 @@ class BotPanel(QWidget):
     closeRequested = Signal()
     # The person pressed 继续 on 「后台工作已暂停」 (bot id): background work may start again.
     resumeRequested = Signal(str)
+    # 连接微信 (channel id ''), 重新扫码 (again) or 查看二维码 in 渠道: (bot id, channel id, again). The
+    # window opens the login dialog.
+    channelLoginRequested = Signal(str, str, bool)
 
     def __init__(
         self,
@@ -172,6 +179,7 @@ class BotPanel(QWidget):
         parent: QWidget | None = None,
         now: Callable[[], float] = time.time,
         rules: RuleFacade | None = None,
+        channels: ChannelFacade | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("botPanel")
@@ -203,6 +211,13 @@ class BotPanel(QWidget):
             self._rules = PanelRules(rules, self)
             self._rules.changed.connect(self._rules_changed)
             self._rules.failed.connect(self._failed_text)
+        # Channels sit in 渠道 after the desktop's row; read on their own, as a login moves apart from tasks.
+        self._channel_reader: BotChannels | None = None
+        self._channel_widgets: list[QWidget] = []
+        if channels is not None:
+            self._channel_reader = BotChannels(channels, self)
+            self._channel_reader.changed.connect(self._show_channels)
+            self._channel_reader.failed.connect(self._failed_text)
 
         self.stack = QStackedWidget(self)
         self.overview = self._scrolling(self._build_overview())
@@ -317,21 +332,56 @@ class BotPanel(QWidget):
         return self.paused_row
 
     def _build_channels(self, column: QWidget) -> QWidget:
-        # 渠道: only the desktop for now; other channels add their rows here.
-        self.channels_group, _well, channels = self._group(column, t("panel.channels"), "panelChannels")
-        desktop = QWidget(self.channels_group)
-        desktop.setObjectName("panelChannelRow")
-        row = QHBoxLayout(desktop)
-        row.setContentsMargins(12, 9, 12, 9)
-        row.setSpacing(8)
-        row.addWidget(StatusDot("idle", 7, desktop), 0, Qt.AlignmentFlag.AlignVCenter)
-        row.addWidget(QLabel(t("task.channel.desktop"), desktop), 1)
-        connected = QLabel(t("panel.connected"), desktop)
-        connected.setProperty("role", "muted")
-        connected.setFont(theme.font("small"))
-        row.addWidget(connected)
-        channels.addWidget(desktop)
+        # 渠道: the desktop, always there, then each of the bot's channels (read through the ChannelFacade).
+        self.channels_group, self._channels_well, self._channels_layout = self._group(
+            column, t("panel.channels"), "panelChannels"
+        )
+        self.desktop_row = PanelChannelRow(None, self._channels_well)
+        self._channels_layout.addWidget(self.desktop_row)
+        self.channel_rows: list[PanelChannelRow] = []
+        self.connect_wechat_button = QPushButton(t("panel.connect_wechat"), self.channels_group)
+        self.connect_wechat_button.setObjectName("panelConnectChannel")
+        self.connect_wechat_button.setFlat(True)
+        self.connect_wechat_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.connect_wechat_button.setFont(theme.font("small"))
+        self.connect_wechat_button.clicked.connect(lambda _checked=False: self.connect_wechat())
+        self.connect_wechat_button.setVisible(self._channel_reader is not None)
+        group_layout = self.channels_group.layout()
+        if group_layout is not None:
+            group_layout.addWidget(self.connect_wechat_button)
+            group_layout.setAlignment(self.connect_wechat_button, Qt.AlignmentFlag.AlignLeft)
         return self.channels_group
+
+    def _show_channels(self) -> None:
+        for widget in self._channel_widgets:
+            self._channels_layout.removeWidget(widget)
+            widget.hide()
+            widget.deleteLater()
+        self._channel_widgets = []
+        self.channel_rows = []
+        views = self._channel_reader.views if self._channel_reader is not None else []
+        for view in views:
+            line = separator(self._channels_well)
+            row = PanelChannelRow(view, self._channels_well)
+            row.loginRequested.connect(self._login_requested)
+            self._channels_layout.addWidget(line)
+            self._channels_layout.addWidget(row)
+            self._channel_widgets.extend((line, row))
+            self.channel_rows.append(row)
+
+    def channel_lines(self) -> list[str]:
+        """The 渠道 group as shown, top to bottom: 「name · status」 per row (tests read this)."""
+        rows = [self.desktop_row, *self.channel_rows]
+        return [f"{row.title.text()} · {row.status_text}" for row in rows]
+
+    def connect_wechat(self) -> None:
+        """连接微信: ask the window for the login dialog on a new channel of this bot."""
+        if self.bot_id is not None and self._channel_reader is not None:
+            self.channelLoginRequested.emit(self.bot_id, "", True)
+
+    def _login_requested(self, channel_id: str, again: bool) -> None:
+        if self.bot_id is not None:
+            self.channelLoginRequested.emit(self.bot_id, channel_id, again)
 
     def _group(self, parent: QWidget, title: str, name: str) -> tuple[QWidget, QFrame, QVBoxLayout]:
         """A small label over one well; the rows go into the returned layout."""
@@ -405,6 +455,8 @@ class BotPanel(QWidget):
                 self._reader.reset()
             if self._rules is not None:
                 self._rules.set_bot(self.bot_id)
+            if self._channel_reader is not None:
+                self._channel_reader.set_bot(self.bot_id)
             self._show_approvals()
             if self._active:
                 self.reload()
@@ -433,6 +485,8 @@ class BotPanel(QWidget):
             self._reader.reset()
         if self._rules is not None:
             self._rules.reset()
+        if self._channel_reader is not None:
+            self._channel_reader.reset()
         if self.detail is not None:
             self.detail.close_view()
         if self.rule_detail is not None:
@@ -448,7 +502,17 @@ class BotPanel(QWidget):
             rules_read = self._rules.request()
             if rules_read is not None:
                 waits.append(rules_read)
+        if self._channel_reader is not None:
+            self._channel_reader.set_bot(self._bot.id)
+            channels_read = self._channel_reader.request()
+            if channels_read is not None:
+                waits.append(channels_read)
         return asyncio.gather(*waits) if waits else None
+
+    def on_channel_changed(self, _channel_id: str) -> None:
+        """A channel was added, removed or moved on: 渠道 is read again (the bot's channels are few)."""
+        if self._active and self._channel_reader is not None and self._bot is not None:
+            self._channel_reader.request()
 
     def on_rule_changed(self, rule_id: str) -> None:
         """A rule was made, changed or deleted: the rows follow, and so does the open rule."""

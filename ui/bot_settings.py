@@ -5,6 +5,7 @@ labels above, state as a dot plus text):
     模型        服务 · 接口地址 · 模型 · API 密钥 · [测试连接] ● 连接正常 · 120 毫秒
     权限        只读 / 工作区可写 / 完全, each with one line of what it means
     后台工作    同时进行 · 安静时段 · 暂停后台工作 · 预算保护 (read only, when the reserve has a line)
+    渠道        the bot's channels with 重新扫码 / 移除, and 连接微信 (ui.channel_settings; acts at once)
 
 Save sends only what changed, through `BotFacade.update`, which checks every field before it writes
 anything: a refused field is said under that field and the dialog stays open with everything typed; a
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QRectF, QSize, Qt, QTime, Signal
+from PySide6.QtCore import QRectF, QSize, Qt, QTime, Signal, SignalInstance
 from PySide6.QtGui import QCloseEvent, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -39,11 +40,13 @@ from PySide6.QtWidgets import (
 from core.bots.avatars import AVATAR_COLOURS
 from core.bots.facade import BotFacade
 from core.bots.views import BotUpdate, BotView, ConnectionCheck, ModelPreset
+from core.channels.facade import ChannelFacade
 from core.errors import InvalidInputError, UnavailableError
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.avatar import avatar_pixmap, resolve_colour, shade
+from ui.channel_settings import ChannelSection
 from ui.connection_check import show_check
 from ui.form import (
     Combo,
@@ -109,10 +112,18 @@ class BotSettingsDialog(QDialog):
     saved = Signal(object)
 
     def __init__(
-        self, bots: BotFacade, bot_id: str, parent: QWidget | None = None, *, reserve_line: str = ""
+        self,
+        bots: BotFacade,
+        bot_id: str,
+        parent: QWidget | None = None,
+        *,
+        reserve_line: str = "",
+        channels: ChannelFacade | None = None,
+        channel_changed: SignalInstance | None = None,
     ) -> None:
         """`reserve_line` is the chat reserve's sentence for this bot (`ReserveWatcher.line`); its row is
-        shown only when there is one."""
+        shown only when there is one. With `channels`, a 渠道 section lists the bot's channels
+        (`ui.channel_settings`); `channel_changed` is the bridge's `channelChanged`."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("settings.bot.title"))
@@ -139,6 +150,10 @@ class BotSettingsDialog(QDialog):
         column.addWidget(self._build_model_section(page))
         column.addWidget(self._build_permission_section(page))
         column.addWidget(self._build_background_section(page))
+        self.channel_section: ChannelSection | None = None
+        if channels is not None:
+            self.channel_section = ChannelSection(channels, bot_id, page, channel_changed)
+            column.addWidget(self.channel_section)
         column.addStretch(1)
         scroll.setWidget(page)
 
@@ -355,6 +370,8 @@ class BotSettingsDialog(QDialog):
             self.error.show()
             return
         self._fill(bot)
+        if self.channel_section is not None:
+            self.channel_section.load()
         try:
             presets = await self._bots.model_presets(lang=language())
         except Exception as exc:
@@ -574,9 +591,14 @@ class BotSettingsDialog(QDialog):
     # -- closing ---------------------------------------------------------------------------------------
 
     def done(self, result: int) -> None:
-        self._calls.cancel_all()
+        self._shutdown()
         super().done(result)
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        self._calls.cancel_all()
+        self._shutdown()
         super().closeEvent(event)
+
+    def _shutdown(self) -> None:
+        self._calls.cancel_all()
+        if self.channel_section is not None:
+            self.channel_section.shutdown()

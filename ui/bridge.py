@@ -80,6 +80,9 @@ class EventBridge(QObject):
     ruleChanged = Signal(str)
     # A model's price override was set or removed (model name): views showing prices re-read them.
     pricesChanged = Signal(str)
+    # A chat channel was added or removed, or its status or login moved on (channel id). Not folded: a
+    # login's steps are few and the person is watching the dialog for each.
+    channelChanged = Signal(str)
 
     def __init__(
         self,
@@ -123,6 +126,7 @@ class EventBridge(QObject):
         elif isinstance(event, AttentionChanged):
             self._attention.add("")
         elif isinstance(event, ChannelChanged):
+            self.channelChanged.emit(event.channel_id)
             self._attention.add("")  # a login that expired is a needs-you row
         elif isinstance(event, MessagesChanged):
             self.messagesChanged.emit(event.conversation_id)

@@ -1,4 +1,5 @@
-"""One conversation: its messages top to bottom, the reply streaming now, and the composer.
+"""One conversation: its messages top to bottom, the reply streaming now, and the composer (or, for a
+conversation from another channel, the quiet 「在微信里回复」 in its place).
 
 It reads through the ChatFacade only. Reads run on the loop (never blocking a slot); a read that comes back
 for a conversation that is no longer shown is dropped. Stored messages are matched to their widgets by id,
@@ -26,6 +27,7 @@ from core.chat.views import ConversationView, MessageView
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
+from ui.channel_rows import kind_name
 from ui.composer import Composer
 from ui.conversation_list import display_title
 from ui.i18n import t
@@ -152,6 +154,14 @@ class ChatView(QWidget):
         self._composer_box.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self._composer_layout = QVBoxLayout(self._composer_box)
         self._composer_layout.addWidget(self.composer)
+        # A conversation whose person writes from another channel is read here and answered there
+        # (docs/desktop.md#conversations-from-a-channel): the composer makes way for where to reply.
+        self.reply_elsewhere = QLabel(self._composer_box)
+        self.reply_elsewhere.setObjectName("replyElsewhere")
+        self.reply_elsewhere.setProperty("role", "faint")
+        self.reply_elsewhere.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.reply_elsewhere.hide()
+        self._composer_layout.addWidget(self.reply_elsewhere)
 
     # -- what the window drives ------------------------------------------------------------------------
 
@@ -166,6 +176,7 @@ class ChatView(QWidget):
         previous = self.conversation_id
         self._conversation = conversation
         self._show_header()
+        self._show_reply_place()
         if conversation is None or conversation.id != previous:
             self._switch()
 
@@ -215,7 +226,13 @@ class ChatView(QWidget):
             self._messages.request()
 
     def focus_composer(self) -> None:
-        self.composer.focus_input()
+        if not self.read_only:
+            self.composer.focus_input()
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the shown conversation is answered on its own channel, not here."""
+        return self._conversation is not None and self._conversation.channel != "desktop"
 
     def add_header_widget(self, widget: QWidget) -> None:
         """Put a control at the right end of the header (the window's ⓘ for the bot's info panel)."""
@@ -321,6 +338,13 @@ class ChatView(QWidget):
         self.hint.setText(t("chat.empty_hint"))
         self.hint.setVisible(self._loaded and not self._rows and self.live.isHidden())
 
+    def _show_reply_place(self) -> None:
+        conversation = self._conversation
+        if self.read_only and conversation is not None:
+            self.reply_elsewhere.setText(t("chat.reply_elsewhere", channel=kind_name(conversation.channel)))
+        self.composer.setVisible(not self.read_only)
+        self.reply_elsewhere.setVisible(self.read_only)
+
     def _show_header(self) -> None:
         conversation = self._conversation
         self.title_label.setText(display_title(conversation) if conversation else "")
@@ -331,7 +355,7 @@ class ChatView(QWidget):
 
     def _on_submitted(self, text: str) -> None:
         conversation_id = self.conversation_id
-        if conversation_id is None:
+        if conversation_id is None or self.read_only:
             self.composer.set_text(text)
             return
         self._stick = True  # what you just said is what you want to see

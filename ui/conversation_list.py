@@ -1,6 +1,7 @@
-"""The sidebar's list: conversations, most recent first (title, last line, and a dot plus 处理中 while
-busy), grouped under a row per bot once the window knows its bots (`ui.bot_list`): the bot's avatar with
-its state ring and its activity line. The search box narrows it as you type."""
+"""The sidebar's list: conversations, most recent first (title with 微信 after it when its person writes
+from WeChat, last line, and a dot plus 处理中 while busy), grouped under a row per bot once the window
+knows its bots (`ui.bot_list`): the bot's avatar with its state ring and its activity line. The search box
+narrows it as you type."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from core.bots.views import BotActivity, BotView
 from core.chat.views import ConversationView
 from ui import formatting, theme
 from ui.bot_list import BotEntry, idle, paint_bot_row, row_height
+from ui.channel_rows import kind_name
 from ui.i18n import t
 from ui.sidebar_search import matches
 
@@ -89,6 +91,9 @@ class ConversationListModel(QAbstractListModel):
             return None
         if role == Qt.ItemDataRole.DisplayRole:
             return display_title(row)
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            tag = kind_name(row.channel) if row.channel != "desktop" else ""
+            return f"{display_title(row)} · {tag}" if tag else display_title(row)
         if role == Qt.ItemDataRole.ToolTipRole:
             return one_line(row.last_line)[:300] or None
         if role == ConversationRole:
@@ -175,6 +180,7 @@ class ConversationDelegate(QStyledItemDelegate):
     PAD_Y = 9
     INSET = 6
     GAP = 3
+    TAG_GAP = 6
 
     def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
         if isinstance(index.data(BotRole), BotEntry):
@@ -231,10 +237,7 @@ class ConversationDelegate(QStyledItemDelegate):
             painter.setBrush(c.dot("working"))
             painter.drawEllipse(QPointF(right_rect.left() - 7, right_rect.center().y() + 1), 3.5, 3.5)
 
-        painter.setFont(title_font)
-        painter.setPen(QColor(c.text))
-        title = title_fm.elidedText(display_title(row), Qt.TextElideMode.ElideRight, title_rect.width())
-        painter.drawText(title_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, title)
+        self._paint_title(painter, title_rect, row)
 
         line_rect = QRect(inner.left(), title_rect.bottom() + 1 + self.GAP, inner.width(), small_fm.height())
         painter.setFont(small_font)
@@ -242,6 +245,26 @@ class ConversationDelegate(QStyledItemDelegate):
         shown = small_fm.elidedText(line, Qt.TextElideMode.ElideRight, line_rect.width())
         painter.drawText(line_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, shown)
         painter.restore()
+
+    def _paint_title(self, painter: QPainter, title_rect: QRect, row: ConversationView) -> None:
+        """The title, and right after it, quietly, the channel its person writes from: 「张三  微信」."""
+        c = theme.colors()
+        title_fm = QFontMetrics(theme.font("strong"))
+        caption_font = theme.font("caption")
+        caption_fm = QFontMetrics(caption_font)
+        tag = kind_name(row.channel) if row.channel != "desktop" else ""
+        tag_w = caption_fm.horizontalAdvance(tag) + self.TAG_GAP if tag else 0
+        painter.setFont(theme.font("strong"))
+        painter.setPen(QColor(c.text))
+        room = max(0, title_rect.width() - tag_w)
+        title = title_fm.elidedText(display_title(row), Qt.TextElideMode.ElideRight, room)
+        painter.drawText(title_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, title)
+        if tag:
+            left = title_rect.left() + title_fm.horizontalAdvance(title) + self.TAG_GAP
+            tag_rect = QRect(left, title_rect.top(), tag_w, title_rect.height())
+            painter.setFont(caption_font)
+            painter.setPen(QColor(c.faint))
+            painter.drawText(tag_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, tag)
 
 
 class ConversationList(QListView):

@@ -7,7 +7,8 @@ gear at the bottom asks for the settings of the bot shown (`settingsRequested(bo
 
 With a TaskFacade, 任务 shows the task list in the right pane, and a task's detail opens there from the
 list, from a reply's task chip, or from needs-you; ‹ goes back. With a BotFacade, the chat header's ⓘ opens
-the bot's info panel beside the chat (`ui.bot_panel`), where a task opens in place.
+the bot's info panel beside the chat (`ui.bot_panel`), where a task opens in place. With a ChannelFacade,
+the panel's 渠道 and needs-you's 「微信登录已过期」 open the WeChat login dialog (`ui.wechat_login_dialog`).
 
 Everything it shows is read through the facades and re-read when the EventBridge says something changed.
 Reads and commands run as tasks on the qasync loop; no slot ever waits for the core.
@@ -37,6 +38,7 @@ from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
 from core.bots.facade import BotFacade
 from core.bots.views import BotActivity, BotUpdate, BotView
+from core.channels.facade import ChannelFacade
 from core.chat.facade import ChatFacade
 from core.chat.views import ConversationView
 from core.rules.facade import RuleFacade
@@ -54,6 +56,7 @@ from ui.reloader import Reloader
 from ui.sidebar_search import SidebarSearch
 from ui.task_detail import TaskDetailView
 from ui.task_list import TaskListView
+from ui.wechat_login_dialog import WeChatLoginDialog, open_wechat_login
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,7 @@ class MainWindow(QMainWindow):
         attention: AttentionFacade | None = None,
         bots: BotFacade | None = None,
         rules: RuleFacade | None = None,
+        channels: ChannelFacade | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
@@ -98,6 +102,9 @@ class MainWindow(QMainWindow):
         self._bot_views: list[BotView] = []
         self._activity: dict[str, BotActivity] = {}
         self._first_run: QWidget | None = None
+        self._channels = channels
+        self._channel_changed = bridge.channelChanged
+        self.login_dialog: WeChatLoginDialog | None = None
         sidebar = self._build_sidebar(tasks is not None)
         self.chat_view = ChatView(facade, self, attention=attention)
         self.pane = QStackedWidget(self)
@@ -121,7 +128,7 @@ class MainWindow(QMainWindow):
         self._activity_timer.setInterval(ACTIVITY_COALESCE_MS)
         self._activity_timer.timeout.connect(self.reload_activity)
         if bots is not None:
-            self._build_bots(bots, tasks, attention, bridge, rules)
+            self._build_bots(bots, tasks, attention, bridge, rules, channels)
         self._splitter.setSizes([SIDEBAR_WIDTH, 1080 - SIDEBAR_WIDTH])
         self.setCentralWidget(self._splitter)
 
@@ -214,10 +221,12 @@ class MainWindow(QMainWindow):
         attention: AttentionFacade | None,
         bridge: EventBridge,
         rules: RuleFacade | None = None,
+        channels: ChannelFacade | None = None,
     ) -> None:
         self._bot_list = Reloader(bots.list, self._apply_bots)
         self._bot_activity = Reloader(lambda: bots.activity(lang=language()), self._apply_activity)
-        self.bot_panel = BotPanel(tasks, attention, self, rules=rules)
+        self.bot_panel = BotPanel(tasks, attention, self, rules=rules, channels=channels)
+        self.bot_panel.channelLoginRequested.connect(self.open_channel_login)
         self.bot_panel.setMinimumWidth(260)
         self.bot_panel.conversationOpened.connect(self.open_conversation)
         self.bot_panel.attentionChanged.connect(self.reload_attention)
@@ -248,6 +257,7 @@ class MainWindow(QMainWindow):
         bridge.taskChanged.connect(self.bot_panel.on_task_changed)
         bridge.runStepAdded.connect(self.bot_panel.on_run_step)
         bridge.ruleChanged.connect(self.bot_panel.on_rule_changed)
+        bridge.channelChanged.connect(self.bot_panel.on_channel_changed)
 
     def _task_changed_activity(self, _task_id: str) -> None:
         self._activity_timer.start()
@@ -273,6 +283,7 @@ class MainWindow(QMainWindow):
         self.needs_you.backRequested.connect(self.show_chat)
         self.needs_you.changed.connect(self.reload_attention)
         self.needs_you.openRequested.connect(self.open_attention)
+        self.needs_you.channelLoginRequested.connect(self.open_channel_login)
         self.pane.addWidget(self.needs_you)
         self._attention = Reloader(
             lambda: attention.items(lang=language()), self._apply_attention, self._attention_failed
@@ -412,6 +423,34 @@ class MainWindow(QMainWindow):
         elif conversation_id:
             self.open_conversation(conversation_id)
 
+    def open_channel_login(
+        self, bot_id: str, channel_id: str = "", again: bool = True
+    ) -> WeChatLoginDialog | None:
+        """The WeChat login dialog: a new channel of `bot_id` (no `channel_id`), a new scan for one whose
+        login expired or failed (`again`), or the login under way shown again. One at a time."""
+        if self._channels is None or not bot_id:
+            return None
+        if self.login_dialog is not None:
+            self.login_dialog.raise_()
+            self.login_dialog.activateWindow()
+            return self.login_dialog
+        dialog = open_wechat_login(
+            self._channels,
+            bot_id,
+            self._calls,
+            channel_id=channel_id,
+            again=again,
+            changed=self._channel_changed,
+            parent=self,
+        )
+        dialog.finished.connect(lambda _result: self._login_closed(dialog))
+        self.login_dialog = dialog
+        return dialog
+
+    def _login_closed(self, dialog: WeChatLoginDialog) -> None:
+        if self.login_dialog is dialog:
+            self.login_dialog = None
+
     def reload_attention(self) -> asyncio.Future[None] | None:
         """Re-read the needs-you list (sidebar count and page); the future resolves once it is shown.
         A no-op before the loop runs."""
@@ -439,6 +478,9 @@ class MainWindow(QMainWindow):
             self.bot_panel.shutdown()
         if self.needs_you is not None:
             self.needs_you.shutdown()
+        if self.login_dialog is not None:
+            with contextlib.suppress(RuntimeError):  # gone with the window already
+                self.login_dialog.reject()
         self._calls.cancel_all()
         self.chat_view.shutdown()
         if self.task_list is not None:

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QByteArray, QEvent, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPixmap
@@ -25,6 +26,7 @@ from core.attention.facade import AttentionFacade
 from core.attention.items import AttentionItem
 from ui import theme
 from ui.answer_bar import reason
+from ui.async_calls import AsyncCalls
 from ui.attention_row import AttentionRow
 from ui.i18n import t
 from ui.row_actions import RowActions
@@ -101,10 +103,12 @@ class NeedsYouButton(QPushButton):
 
 class NeedsYouView(TaskPane):
     """The page. `changed` asks the window to re-read the list; `openRequested(task_id, conversation_id)`
-    asks it to show the task (when set) or else the conversation."""
+    asks it to show the task (when set) or else the conversation; `channelLoginRequested(bot_id,
+    channel_id)` asks it for a new scan of a channel whose login expired."""
 
     changed = Signal()
     openRequested = Signal(str, str)
+    channelLoginRequested = Signal(str, str)
 
     def __init__(
         self, attention: AttentionFacade, parent: QWidget | None = None, now: Callable[[], float] = time.time
@@ -113,6 +117,7 @@ class NeedsYouView(TaskPane):
         self._attention = attention
         self._now = now
         self._actions = RowActions(attention, self.row, self.changed.emit)
+        self._calls = AsyncCalls()
         self._shown: list[AttentionItem] | None = None
         self.rows: list[AttentionRow] = []
         self._lines: list[QFrame] = []
@@ -151,6 +156,7 @@ class NeedsYouView(TaskPane):
 
     def shutdown(self) -> None:
         self._actions.cancel_all()
+        self._calls.cancel_all()
         with contextlib.suppress(RuntimeError):  # the widget (and its timer) may be gone already
             self._ticker.stop()
 
@@ -191,6 +197,7 @@ class NeedsYouView(TaskPane):
         row = AttentionRow(item, self.well, self._now)
         row.actRequested.connect(self._actions.act)
         row.openRequested.connect(self.openRequested)
+        row.loginRequested.connect(self._open_login)
         return row
 
     def set_failed(self, exc: Exception) -> None:
@@ -204,6 +211,24 @@ class NeedsYouView(TaskPane):
         return next((row for row in self.rows if row.item.id == item_id), None)
 
     # -- acting ----------------------------------------------------------------------------------------
+
+    def _open_login(self, item_id: str) -> None:
+        """重新扫码 on 「微信登录已过期」: the item's open names the channel and its bot."""
+        self._calls.start(
+            self._attention.act(item_id, "open", {}),
+            done=self._login_found,
+            failed=lambda exc: self._login_not_found(item_id, exc),
+        )
+
+    def _login_found(self, result: dict[str, Any]) -> None:
+        bot_id, channel_id = str(result.get("botId") or ""), str(result.get("channelId") or "")
+        if bot_id and channel_id:
+            self.channelLoginRequested.emit(bot_id, channel_id)
+
+    def _login_not_found(self, item_id: str, exc: Exception) -> None:
+        row = self.row(item_id)
+        if row is not None:
+            row.show_error(t("needs.act_failed", reason=reason(exc)))
 
     # -- helpers ---------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from core.attention.items import (
     AttentionItem,
     approval_item,
     can,
+    channel_login_item,
     check_answer,
     failed_task_item,
     question_item,
@@ -82,6 +83,9 @@ class FakeAttentionFacade:
                 raise UnprocessableError("answer", str(exc)) from exc
         if self.resolves:
             self._resolve(item, action, body)
+        if item.kind == "channel_login" and action == "open":
+            # As the service answers: the channel to scan again, and its bot.
+            return {"done": action, "channelId": split_item_id(item_id)[1], "botId": item.bot_id}
         return {"done": action, "taskId": item.task_id, "conversationId": item.conversation_id}
 
     # -- driving it from a test ---------------------------------------------------------------------
@@ -91,6 +95,13 @@ class FakeAttentionFacade:
         self._items[item.id] = item
         self._announce(item)
         return item
+
+    def add_channel_login(
+        self, channel_id: str, bot_id: str = "bot-1", *, reason: str = "", lang: str = "en"
+    ) -> AttentionItem:
+        """「微信登录已过期」 for a channel, worded as the service words it."""
+        channel = "WeChat" if lang == "en" else "微信"
+        return self.add(channel_login_item(channel_id, bot_id, channel, time.time(), reason, lang=lang))
 
     def remove(self, item_id: str) -> None:
         item = self._items.pop(item_id, None)

@@ -86,6 +86,7 @@ class FakeChatFacade:
         bot_id: str = "bot-1",
         updated_at: float | None = None,
         busy: bool = False,
+        channel: str = "desktop",
     ) -> ConversationView:
         conversation = ConversationView(
             id=f"c{next(self._ids)}",
@@ -95,6 +96,7 @@ class FakeChatFacade:
             updated_at=updated_at if updated_at is not None else self._now(),
             last_line=last_line,
             busy=busy,
+            channel=channel,
         )
         self._conversations[conversation.id] = conversation
         self._messages[conversation.id] = []

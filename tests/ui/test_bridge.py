@@ -132,3 +132,15 @@ async def test_a_channel_change_re_reads_needs_you() -> None:
     await wait_until(lambda: attention != [] and not bridge.pending())
     assert attention == ["re-read"]
     bridge.close()
+
+
+async def test_a_channel_change_is_announced_with_its_id() -> None:
+    """The 渠道 group and the login dialog follow each step of a channel's login as it is announced."""
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    seen: list[str] = []
+    bridge.channelChanged.connect(seen.append)
+    bus.publish(ChannelChanged("ch_1"))
+    bus.publish(ChannelChanged("ch_1"))
+    assert seen == ["ch_1", "ch_1"]
+    bridge.close()

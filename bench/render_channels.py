@@ -1,0 +1,134 @@
+"""Render a bot's channels in the window to PNG files, in both schemes, to look at them.
+
+    .venv/bin/python -m bench.render_channels [OUT_DIR] [--lang zh|en]
+
+Runs offscreen. For both schemes it writes into OUT_DIR (default /tmp/errand-shots):
+channels-panel-<scheme>-<lang>.png (the bot panel's 渠道 group: the desktop, a connected, an expired and a
+failed WeChat channel, and 连接微信), channels-login-qr-<scheme>-<lang>.png (the login dialog showing its QR
+code), channels-login-verify-<scheme>-<lang>.png (the verify-code step with too few digits refused),
+channels-login-expired-<scheme>-<lang>.png (a second code after the first expired),
+channels-login-failed-<scheme>-<lang>.png (a failed login with 再试一次), channels-chat-<scheme>-<lang>.png
+(a WeChat conversation: 「在微信里回复」 in place of the composer, 微信 after its title in the sidebar) and
+channels-settings-<scheme>-<lang>.png (bot settings' 渠道 section with a removal being confirmed).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
+
+from bench.render_runner import render_main, settle
+from core.changes import ChannelChanged
+from tests.fakes.fake_attention import FakeAttentionFacade
+from tests.fakes.fake_bots import FakeBotFacade
+from tests.fakes.fake_channels import FakeChannels
+from tests.fakes.fake_chat import FakeChatFacade
+from tests.fakes.fake_tasks import FakeTaskFacade
+from ui import i18n, theme
+from ui.bot_settings import BotSettingsDialog
+from ui.bridge import EventBridge
+from ui.main_window import MainWindow
+
+
+async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i18n.Language) -> list[Path]:
+    i18n.use_language(lang)
+    theme.apply_theme(app, scheme)
+    zh = lang == "zh"
+    chat = FakeChatFacade(bot_name="天天")
+    tasks = FakeTaskFacade(chat)
+    bots = FakeBotFacade(chat.bus)
+    bots.add("天天", bot_id="bot-1", avatar="teal")
+    channels = FakeChannels()
+    channels.on_change(lambda channel_id: chat.bus.publish(ChannelChanged(channel_id)))
+    bridge = EventBridge(chat.bus)
+    window = MainWindow(
+        chat, bridge, tasks=tasks, attention=FakeAttentionFacade(chat), bots=bots, channels=channels
+    )
+    window.resize(1180, 760)
+    window.show()
+    paths: list[Path] = []
+
+    def save(name: str, widget: QWidget) -> None:
+        path = out_dir / f"channels-{name}-{scheme}-{lang}.png"
+        widget.grab().save(str(path))
+        paths.append(path)
+
+    gpu = "GPU 价格调研" if zh else "GPU prices"
+    chat.add_conversation(gpu, "三家云的报价比好了" if zh else "Compared three clouds")
+    wechat = chat.add_conversation("张三" if zh else "Zhang San", channel="wechat")
+    chat.add_message(wechat.id, "user", "周报写好了吗?" if zh else "Is the weekly report done?")
+    chat.add_message(
+        wechat.id, "assistant", "写好了，放在 reports/周报.md。" if zh else "Yes, it's in reports/weekly.md."
+    )
+    channels.put(account="wxid_tiantian01@im.bot")
+    channels.put(
+        status="login_expired",
+        account="wxid_work02@im.bot",
+        reason="微信结束了这次登录" if zh else "WeChat ended the session",
+    )
+    channels.put(status="error", account="wxid_home03@im.bot", reason="the connection failed; see the log")
+
+    await window.refresh()
+    window.open_conversation(wechat.id)
+    window.show_bot_panel("bot-1")
+    await settle()
+    save("panel", window)
+    window.set_bot_panel_visible(False)
+    await settle()
+    save("chat", window)
+
+    dialog = window.open_channel_login("bot-1")
+    await settle()
+    if dialog is not None:
+        save("login-qr", dialog)
+        channels.ask_verify_code(dialog.channel_id)
+        await settle()
+        dialog.code_input.setText("12")
+        dialog.submit_code()
+        await settle()
+        save("login-verify", dialog)
+        channels.expire_code(dialog.channel_id)
+        await settle()
+        save("login-expired", dialog)
+        channels.fail(dialog.channel_id, "the QR code expired 3 times; start again to get a new one")
+        await settle()
+        save("login-failed", dialog)
+        dialog.reject()
+        await settle()
+
+    settings = BotSettingsDialog(
+        bots, "bot-1", window, channels=channels, channel_changed=bridge.channelChanged
+    )
+    settings.resize(640, 760)
+    settings.show()
+    await settings.load()
+    await settle()
+    section = settings.channel_section
+    if section is not None and len(section.rows) > 1:
+        section.rows[1].ask_remove()
+        await settle()
+        scroll = settings.findChild(QScrollArea, "settingsScroll")
+        if scroll is not None:
+            scroll.ensureWidgetVisible(section.connect_button, 0, 40)
+        await settle()
+    save("settings", settings)
+    settings.reject()
+
+    window.shutdown()
+    bridge.close()
+    window.close()
+    window.deleteLater()
+    return paths
+
+
+def main() -> None:
+    render_main(__doc__, render)
+
+
+if __name__ == "__main__":
+    main()

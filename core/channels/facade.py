@@ -1,0 +1,38 @@
+"""The reads and commands the desktop UI uses for a bot's chat channels (docs/channels.md#channels-of-a-bot).
+`ChannelService` implements it; UI tests fake it. The signatures mirror `core.channels.service.ChannelService`
+exactly."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from core.channels.service import ChannelView
+
+
+class ChannelFacade(Protocol):
+    async def of_bot(self, bot_id: str) -> list[ChannelView]:
+        """The bot's channels with their status and, during a login, its progress. Raises NotFoundError
+        for an unknown bot."""
+        ...
+
+    async def get(self, bot_id: str, channel_id: str) -> ChannelView:
+        """One channel. Raises NotFoundError for an unknown bot or channel (or one of another bot)."""
+        ...
+
+    async def add(self, bot_id: str, kind: str) -> ChannelView:
+        """A new channel of `kind` ("wechat"), its QR login started; returns once the first code is there
+        to show (or the login failed at once). Raises InvalidInputError for an unknown kind."""
+        ...
+
+    async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:
+        """A new QR login for a channel whose login expired or failed; returns like `add`."""
+        ...
+
+    def enter_verify_code(self, channel_id: str, code: str) -> None:
+        """The digits the phone shows, while the login asks for them. Raises InvalidInputError("code")
+        for anything but 4 to 8 digits, NotFoundError when the channel has no login under way."""
+        ...
+
+    async def remove(self, bot_id: str, channel_id: str) -> None:
+        """Disconnect the channel and forget it: its stored messages, peers and token go too."""
+        ...

@@ -1,0 +1,207 @@
+"""A bot's chat channels as the bot panel's 渠道 group and the bot settings show them
+(docs/desktop.md#channels):
+
+    ● 桌面                                   已连接
+    ● 微信 · wxid_a1b2c3                     已连接      green: connected
+    ● 微信 · wxid_d4e5f6                 登录已过期      red: only a new scan brings it back
+      WeChat ended the session (-14)      [重新扫码]
+    ● 微信                                   连接中      grey: a login under way, or before the first poll
+                                         [查看二维码]
+
+`BotChannels` reads one bot's channels through the ChannelFacade while the view is shown and says `changed`
+when they differ; the words and dots live here so both places say the same thing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QWidget
+
+from core.channels.facade import ChannelFacade
+from core.channels.service import ChannelView
+from ui import theme
+from ui.answer_bar import reason
+from ui.elided_text import ElidedText
+from ui.i18n import t
+from ui.reloader import Reloader
+from ui.status_dot import StatusDot
+from ui.theme import DotState
+from ui.wrapped_label import WrappedLabel
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("connected", "connecting", "login_expired", "error")
+# A login that is still asking the person for something: its code can be shown again.
+LIVE_LOGIN = ("wait", "scanned", "need_verify_code")
+
+
+def kind_name(kind: str) -> str:
+    """「微信」 for wechat, 「桌面」 for the desktop; an unknown kind as it is spelt."""
+    if kind == "desktop":
+        return t("task.channel.desktop")
+    key = f"channel.{kind}"
+    named = t(key)
+    return kind if named == key else named
+
+
+def channel_title(view: ChannelView) -> str:
+    """「微信 · wxid_a1b2c3」, or just 「微信」 before an account is known. The account's @domain adds
+    nothing a person recognises."""
+    account = view.account.split("@", 1)[0]
+    return f"{kind_name(view.kind)} · {account}" if account else kind_name(view.kind)
+
+
+def channel_dot(view: ChannelView) -> DotState:
+    if view.status == "connected":
+        return "working"
+    if view.status in ("login_expired", "error"):
+        return "failed"
+    return "idle"
+
+
+def status_word(view: ChannelView) -> str:
+    """已连接 / 连接中 / 登录已过期 / 出错."""
+    status = view.status if view.status in STATUSES else "error"
+    return t(f"channels.status.{status}")
+
+
+def status_words(view: ChannelView) -> str:
+    """The whole state in words: 「出错：<reason>」 for an error, else the status word."""
+    if view.status == "error" and view.reason:
+        return t("channels.error_line", reason=view.reason)
+    return status_word(view)
+
+
+def login_live(view: ChannelView) -> bool:
+    return view.status == "connecting" and view.login is not None and view.login.status in LIVE_LOGIN
+
+
+def row_action(view: ChannelView) -> str:
+    """What a row offers: 'again' (重新扫码) when only a new scan helps, 'show' (查看二维码) while a login
+    waits for the person, '' otherwise."""
+    if view.status in ("login_expired", "error"):
+        return "again"
+    if login_live(view):
+        return "show"
+    return ""
+
+
+class PanelChannelRow(QWidget):
+    """One channel in the panel: ● name ··· status; under it the reason and the one action that helps.
+    `loginRequested(channel_id, again)`: the person pressed 重新扫码 (again) or 查看二维码."""
+
+    loginRequested = Signal(str, bool)
+
+    def __init__(self, view: ChannelView | None, parent: QWidget | None = None) -> None:
+        """`view` None is the desktop's own row, which is always there and always connected."""
+        super().__init__(parent)
+        self.setObjectName("panelChannelRow")
+        self.view = view
+        self.dot = StatusDot(channel_dot(view) if view else "working", 7, self)
+        # No colour of its own: the palette's text follows a change of scheme.
+        self.title = ElidedText(channel_title(view) if view else kind_name("desktop"), 1, self)
+        self.title.setObjectName("panelChannelTitle")
+        self.status_label = QLabel(status_word(view) if view else t("panel.connected"), self)
+        self.status_label.setObjectName("panelChannelStatus")
+        failed = view is not None and view.status in ("login_expired", "error")
+        self.status_label.setProperty("role", "danger" if failed else "muted")
+        self.status_label.setFont(theme.font("small"))
+        detail = view.reason if view is not None and failed else ""
+        self.reason_label = WrappedLabel(detail, self)
+        self.reason_label.setObjectName("panelChannelReason")
+        self.reason_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.reason_label.setProperty("role", "faint")
+        self.reason_label.setFont(theme.font("small"))
+        self.reason_label.setVisible(bool(detail))
+        action = row_action(view) if view is not None else ""
+        self.action_button: QPushButton | None = None
+        grid = QGridLayout(self)
+        grid.setContentsMargins(12, 9, 12, 9)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(2)
+        grid.addWidget(self.dot, 0, 0, Qt.AlignmentFlag.AlignVCenter)
+        grid.addWidget(self.title, 0, 1)
+        grid.addWidget(self.status_label, 0, 2, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight)
+        grid.addWidget(self.reason_label, 1, 1)
+        if action:
+            label = t("channels.scan_again") if action == "again" else t("channels.show_code")
+            self.action_button = QPushButton(label, self)
+            self.action_button.setObjectName("panelChannelAction")
+            self.action_button.setFlat(True)
+            self.action_button.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.action_button.setFont(theme.font("small"))
+            self.action_button.clicked.connect(lambda _checked=False: self._ask(action == "again"))
+            grid.addWidget(self.action_button, 1, 2, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignRight)
+        grid.setColumnStretch(1, 1)
+        words = status_words(view) if view is not None else t("panel.connected")
+        self.setAccessibleName(f"{self.title.text()} · {words}")
+
+    @property
+    def status_text(self) -> str:
+        return self.status_label.text()
+
+    @property
+    def reason_text(self) -> str:
+        return "" if self.reason_label.isHidden() else self.reason_label.text()
+
+    def _ask(self, again: bool) -> None:
+        if self.view is not None:
+            self.loginRequested.emit(self.view.id, again)
+
+
+class BotChannels(QObject):
+    """One bot's channels, read while a view shows them. `changed` when what it would show differs;
+    `failed(text)` when a read failed, in words for the view's notice."""
+
+    changed = Signal()
+    failed = Signal(str)
+
+    def __init__(self, channels: ChannelFacade, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._channels = channels
+        self._bot_id: str | None = None
+        self.views: list[ChannelView] = []
+        self._reader: Reloader[tuple[str, list[ChannelView]]] = Reloader(self._load, self._apply, self._fail)
+
+    @property
+    def bot_id(self) -> str | None:
+        return self._bot_id
+
+    def set_bot(self, bot_id: str | None) -> None:
+        if bot_id != self._bot_id:
+            self._bot_id = bot_id
+            self._reader.reset()
+            if self.views:
+                self.views = []
+                self.changed.emit()
+
+    def request(self) -> asyncio.Future[None] | None:
+        """Read again; the future resolves once the result was applied (None without a bot)."""
+        if self._bot_id is None:
+            return None
+        return self._reader.request()
+
+    def reset(self) -> None:
+        self._reader.reset()
+
+    def view(self, channel_id: str) -> ChannelView | None:
+        return next((v for v in self.views if v.id == channel_id), None)
+
+    async def _load(self) -> tuple[str, list[ChannelView]]:
+        bot_id = self._bot_id
+        if bot_id is None:
+            return "", []
+        return bot_id, await self._channels.of_bot(bot_id)
+
+    def _apply(self, result: tuple[str, list[ChannelView]]) -> None:
+        bot_id, views = result
+        if bot_id != self._bot_id or views == self.views:
+            return
+        self.views = views
+        self.changed.emit()
+
+    def _fail(self, exc: Exception) -> None:
+        self.failed.emit(t("channels.load_failed", reason=reason(exc)))

@@ -1,0 +1,220 @@
+"""Bot settings' 渠道 section (docs/desktop.md#channels): the bot's channels, each with what can be done to
+it, and 连接微信 at the end:
+
+    渠道    ● 微信 · wxid_a1b2c3   已连接                              [移除]
+            ● 微信 · wxid_d4e5f6   登录已过期               [重新扫码] [移除]
+              移除这个微信渠道?它不再收消息,登录也会清除;已有的对话会保留。
+              [移除] [取消]                                    asked in place before anything goes
+            [连接微信]
+
+Everything here acts at once through the ChannelFacade (a login, a removal), not on the dialog's Save:
+a channel is not a setting that waits. The section re-reads on the bridge's `channelChanged`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from PySide6.QtCore import Qt, SignalInstance
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from core.channels.facade import ChannelFacade
+from core.channels.service import ChannelView
+from ui import theme
+from ui.answer_bar import reason
+from ui.async_calls import AsyncCalls
+from ui.channel_rows import BotChannels, channel_dot, channel_title, row_action, status_word, status_words
+from ui.delete_confirm import DeleteConfirm
+from ui.elided_text import ElidedText
+from ui.form import Section, button, small_label
+from ui.i18n import t
+from ui.status_dot import StatusDot
+from ui.wechat_login_dialog import WeChatLoginDialog, open_wechat_login
+
+log = logging.getLogger(__name__)
+
+
+class SettingsChannelRow(QWidget):
+    """● name  status ··· [重新扫码] [移除], and the in-place confirm under it."""
+
+    def __init__(self, view: ChannelView, section: ChannelSection) -> None:
+        super().__init__(section.well)
+        self.setObjectName("settingsRow")
+        self.view = view
+        self._section = section
+        self.dot = StatusDot(channel_dot(view), 8, self)
+        # No colour of its own: the palette's text follows a change of scheme.
+        self.title = ElidedText(channel_title(view), 1, self)
+        self.title.setObjectName("settingsChannelTitle")
+        self.status_label = QLabel(status_word(view), self)
+        self.status_label.setObjectName("settingsChannelStatus")
+        failed = view.status in ("login_expired", "error")
+        self.status_label.setProperty("role", "danger" if failed else "muted")
+        self.status_label.setFont(theme.font("small"))
+        # The reason goes under the name, where it may wrap, so the name keeps its room.
+        self.reason_label = small_label(view.reason if failed else "", "faint", "settingsHint", self)
+        self.reason_label.setContentsMargins(self.dot.sizeHint().width() + 8, 0, 0, 0)
+        action = row_action(view)
+        self.login_button: QPushButton | None = None
+        if action:
+            label = t("channels.scan_again") if action == "again" else t("channels.show_code")
+            self.login_button = button(label, self)
+            self.login_button.clicked.connect(
+                lambda _checked=False: section.open_login(view.id, again=action == "again")
+            )
+        self.remove_button = button(t("channels.remove"), self, "quiet")
+        self.remove_button.clicked.connect(lambda _checked=False: self.ask_remove())
+        self.confirm = DeleteConfirm(
+            t("channels.remove_confirm"),
+            (t("channels.remove"), t("channels.removing"), t("settings.cancel")),
+            lambda: section.remove(self),
+            self.cancel_remove,
+            self,
+        )
+        line = QHBoxLayout()
+        line.setSpacing(8)
+        line.addWidget(self.dot, 0, Qt.AlignmentFlag.AlignVCenter)
+        line.addWidget(self.title, 1)
+        line.addWidget(self.status_label, 0, Qt.AlignmentFlag.AlignVCenter)
+        line.addSpacing(6)
+        if self.login_button is not None:
+            line.addWidget(self.login_button)
+        line.addWidget(self.remove_button)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(14, 8, 14, 8)
+        column.setSpacing(6)
+        column.addLayout(line)
+        column.addWidget(self.reason_label)
+        column.addWidget(self.confirm)
+        self.setAccessibleName(f"{channel_title(view)} · {status_words(view)}")
+
+    def ask_remove(self) -> None:
+        self.remove_button.setEnabled(False)
+        self.confirm.ask()
+
+    def cancel_remove(self) -> None:
+        self.confirm.hide()
+        self.remove_button.setEnabled(True)
+
+
+class ChannelSection(Section):
+    def __init__(
+        self,
+        channels: ChannelFacade,
+        bot_id: str,
+        parent: QWidget,
+        changed: SignalInstance | None = None,
+    ) -> None:
+        super().__init__(t("panel.channels"), parent)
+        self._channels = channels
+        self._bot_id = bot_id
+        self._changed = changed
+        self._calls = AsyncCalls()
+        self._reader = BotChannels(channels, self)
+        self._reader.set_bot(bot_id)
+        self._reader.changed.connect(self._show)
+        self._reader.failed.connect(self._say)
+        self.rows: list[SettingsChannelRow] = []
+        self.login_dialog: WeChatLoginDialog | None = None
+        self.none_label = small_label(t("channels.none"), "faint", "settingsHint", self.well)
+        self.connect_button = button(t("channels.connect_wechat"), self.well)
+        self.connect_button.clicked.connect(lambda _checked=False: self.open_login(""))
+        self.error = small_label("", "danger", "settingsError", self.well)
+        self._tail = QWidget(self.well)
+        tail = QVBoxLayout(self._tail)
+        tail.setContentsMargins(14, 10, 14, 10)
+        tail.setSpacing(6)
+        tail.addWidget(self.none_label)
+        tail.addWidget(self.connect_button, 0, Qt.AlignmentFlag.AlignLeft)
+        tail.addWidget(self.error)
+        self.add(self._tail)
+        if changed is not None:
+            changed.connect(self.on_channel_changed)
+
+    def load(self) -> None:
+        self._reader.request()
+
+    def on_channel_changed(self, _channel_id: str) -> None:
+        if self.isVisible():
+            self._reader.request()
+
+    def shutdown(self) -> None:
+        self._reader.reset()
+        self._calls.cancel_all()
+        if self.login_dialog is not None:
+            with contextlib.suppress(RuntimeError):  # gone with the settings dialog already
+                self.login_dialog.reject()
+
+    def row(self, channel_id: str) -> SettingsChannelRow | None:
+        return next((r for r in self.rows if r.view.id == channel_id), None)
+
+    # -- what the rows ask -----------------------------------------------------------------------------
+
+    def open_login(self, channel_id: str, again: bool = True) -> WeChatLoginDialog:
+        if self.login_dialog is not None:
+            self.login_dialog.raise_()
+            return self.login_dialog
+        dialog = open_wechat_login(
+            self._channels,
+            self._bot_id,
+            self._calls,
+            channel_id=channel_id,
+            again=again,
+            changed=self._changed,
+            parent=self.window(),
+        )
+        dialog.finished.connect(lambda _result: self._login_closed(dialog))
+        self.login_dialog = dialog
+        return dialog
+
+    def remove(self, row: SettingsChannelRow) -> None:
+        row.confirm.set_busy(True)
+        self.error.hide()
+        channel_id = row.view.id
+        self._calls.start(
+            self._channels.remove(self._bot_id, channel_id),
+            done=lambda _none: self.load(),
+            failed=lambda exc: self._not_removed(channel_id, exc),
+        )
+
+    # -- showing ---------------------------------------------------------------------------------------
+
+    def _show(self) -> None:
+        layout = self.well.layout()
+        assert layout is not None
+        for row in self.rows:
+            layout.removeWidget(row)
+            row.hide()
+            row.deleteLater()
+        # Rows and their lines go; the tail (连接微信) and the line above it are built again below.
+        while layout.count():
+            item = layout.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None and widget is not self._tail:
+                widget.hide()
+                widget.deleteLater()
+        self.rows = []
+        for view in self._reader.views:
+            row = SettingsChannelRow(view, self)
+            self.add(row)
+            self.rows.append(row)
+        self.add(self._tail)
+        self.none_label.setVisible(not self.rows)
+
+    def _say(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.show()
+
+    def _not_removed(self, channel_id: str, exc: Exception) -> None:
+        row = self.row(channel_id)
+        if row is not None:
+            row.confirm.set_busy(False)
+            row.cancel_remove()
+        log.info("removing channel %s refused: %s", channel_id, reason(exc))
+        self._say(t("channels.remove_failed", reason=reason(exc)))
+
+    def _login_closed(self, dialog: WeChatLoginDialog) -> None:
+        if self.login_dialog is dialog:
+            self.login_dialog = None
+        self._reader.request()
