@@ -7,7 +7,8 @@ It speaks the protocol as `core.channels.wechat` reads it, and checks what we se
   (default wait -> scaned -> confirmed) and confirms with `token`, `account_id` and this server as `baseurl`.
 - `getupdates` needs the Bearer token, parks until a message is queued (`user_says`) or `hold_s` passes, and
   answers with the messages after the cursor (`c<N>`; an unknown cursor gets everything).
-- `sendmessage` records each body in `sent`. It checks the context token against the tokens it gave out,
+- `sendmessage` records each body in `sent`, and in `sent_at` the loop time (`loop.time()`) its request
+  reached the fake, for benchmarks. It checks the context token against the tokens it gave out,
   and answers `ret=-2` on the 11th send per token (`sends_per_token`) or once the fake clock is 24 h past
   the peer's last message; else `ret=0` with a fresh `message_id`.
 - Switches: `expire_session` (every call `-14`), `fail_next` (HTTP statuses or "timeout" / "not-json" /
@@ -67,6 +68,7 @@ class FakeILink:
         self.qr_polls: list[dict[str, str]] = []
         self.log: list[dict[str, Any]] = []  # [{"seq", "message_id", ...}] in order of arrival
         self.sent: list[Sent] = []
+        self.sent_at: list[float] = []  # when each of `sent` reached the fake, in loop time
         self.refused_sends: list[str] = []  # why each refused send was refused
         self.polls = 0
         self.expire_session = False
@@ -224,6 +226,7 @@ class FakeILink:
         )
 
     async def _send(self, request: web.Request) -> web.Response:
+        arrived = asyncio.get_running_loop().time()
         refused = await self._refusal("sendmessage", request)
         if refused is not None:
             return refused
@@ -245,4 +248,5 @@ class FakeILink:
         peer.sends[message.context_token] = count
         message_id = str(9_000_000_000_000_000_000 + len(self.sent) + 1)
         self.sent.append(Sent(json.loads(json.dumps(body)), message, message_id))
+        self.sent_at.append(arrived)
         return web.json_response({"ret": 0, "message_id": message_id})
