@@ -32,6 +32,8 @@ from core.channels.answers import ChannelAnswers
 from core.channels.inbox import ChannelInbox
 from core.channels.sends import ChannelSends
 from core.channels.service import ChannelService
+from core.channels.wechat.ilink import configured_urls
+from core.channels.wechat.media import MediaFetcher
 from core.chat.ports import LiveTurns
 from core.chat.service import ChatService
 from core.clock import Clock, SystemClock
@@ -113,6 +115,7 @@ class Host:
         # The outbox reaches chat platforms (WeChat) through their senders; the receiving side is
         # `self.channels` below.
         self.channel_sends = ChannelSends(self.db, self.bus, self.clock, secrets, environ=environ)
+        self.media = MediaFetcher(configured_urls(environ)[1])  # attachments that come in on WeChat
         # `gather_s`: how long a push on a channel that rings waits for others to go with it
         # (docs/push-rules.md); tests on the real clock pass 0.
         self.outbox = Outbox(
@@ -201,6 +204,8 @@ class Host:
                 outbox=self.outbox,
                 answers=ChannelAnswers(self.db, self.tasks, self.approvals, self.rules),
                 strangers=self.channel_sends,
+                media=self.media,
+                workspace_of=self.bots.workspace_of,
             ),
             environ=environ,
         )
@@ -364,6 +369,7 @@ class Host:
         await self.outbox.close()
         await self.channels.stop()
         await self.channel_sends.close()
+        await self.media.close()
         if self._runtime is not None:
             await self.rule_runner.stop()
             await self.tasks.shutdown()

@@ -11,7 +11,9 @@ from typing import Any
 from core.bots.views import BotUpdate
 from core.errors import InvalidInputError
 
-_TOP_FIELDS = frozenset({"name", "avatar", "model", "preset", "taskSlots", "quietHours", "paused"})
+_TOP_FIELDS = frozenset(
+    {"name", "avatar", "model", "preset", "taskSlots", "quietHours", "paused", "windowNudge"}
+)
 _MODEL_FIELDS = frozenset({"provider", "baseUrl", "model", "apiKey"})
 _QUIET_FIELDS = frozenset({"start", "end"})
 _CONNECTION_FIELDS = frozenset({"baseUrl", "model", "apiKey"})
@@ -45,8 +47,8 @@ def _object(body: dict[str, Any], key: str) -> dict[str, Any]:
 
 def bot_update_from_json(body: dict[str, Any]) -> BotUpdate:
     """`{name?, avatar?, model?: {provider?, baseUrl?, model?, apiKey?}, preset?, taskSlots?,
-    quietHours?: {start?, end?}, paused?}`. A missing or null field stays as it is; `apiKey: ""` removes
-    the stored key."""
+    quietHours?: {start?, end?}, paused?, windowNudge?}`. A missing or null field stays as it is;
+    `apiKey: ""` removes the stored key."""
     _no_unknown(body, _TOP_FIELDS)
     model = _object(body, "model")
     _no_unknown(model, _MODEL_FIELDS, "model.")
@@ -58,6 +60,9 @@ def bot_update_from_json(body: dict[str, Any]) -> BotUpdate:
     paused = body.get("paused")
     if paused is not None and not isinstance(paused, bool):
         raise InvalidInputError("paused", "must be true or false")
+    nudge = body.get("windowNudge")
+    if nudge is not None and not isinstance(nudge, bool):
+        raise InvalidInputError("windowNudge", "must be true or false")
     return BotUpdate(
         name=_str(body, "name", "name"),
         avatar=_str(body, "avatar", "avatar"),
@@ -70,6 +75,7 @@ def bot_update_from_json(body: dict[str, Any]) -> BotUpdate:
         quiet_start=_str(quiet, "start", "quietHours.start"),
         quiet_end=_str(quiet, "end", "quietHours.end"),
         paused=paused,
+        window_nudge=nudge,
     )
 
 

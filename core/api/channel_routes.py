@@ -1,6 +1,6 @@
 """The channel routes of the local API (docs/channels.md#channels-of-a-bot): a bot's channels, adding one
-(which starts its QR login), its status and login progress, a new login, the verify code a login may ask
-for, and removing one."""
+(which starts its QR login), its status and login progress, who besides the owner may use it, a new login,
+the verify code a login may ask for, and removing one."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 _ADD_FIELDS = frozenset({"kind"})
 _CODE_FIELDS = frozenset({"code"})
+_UPDATE_FIELDS = frozenset({"allowed"})
 
 
 def channel_json(view: ChannelView) -> dict[str, Any]:
@@ -29,6 +30,8 @@ def channel_json(view: ChannelView) -> dict[str, Any]:
         "owner": view.owner,
         "status": view.status,
         "reason": view.reason,
+        "allowed": list(view.allowed),
+        "strangers": list(view.strangers),
         "login": (
             {
                 "qrcodeUrl": login.qrcode_url,
@@ -47,6 +50,7 @@ def add_channel_routes(router: web.UrlDispatcher, host: Host) -> None:
     router.add_get("/api/bots/{id}/channels", routes.list_channels)
     router.add_post("/api/bots/{id}/channels", routes.add_channel)
     router.add_get("/api/bots/{id}/channels/{channel}", routes.get_channel)
+    router.add_put("/api/bots/{id}/channels/{channel}", routes.update_channel)
     router.add_post("/api/bots/{id}/channels/{channel}/login", routes.log_in_again)
     router.add_post("/api/bots/{id}/channels/{channel}/verify-code", routes.verify_code)
     router.add_delete("/api/bots/{id}/channels/{channel}", routes.remove_channel)
@@ -74,6 +78,17 @@ class ChannelRoutes:
 
     async def get_channel(self, request: web.Request) -> web.Response:
         view = await self._host.channels.get(request.match_info["id"], request.match_info["channel"])
+        return web.json_response(channel_json(view))
+
+    async def update_channel(self, request: web.Request) -> web.Response:
+        """`{"allowed": [peer, ...]}`: who besides the owner may use the bot here."""
+        body = await json_object(request)
+        _only(body, _UPDATE_FIELDS)
+        if "allowed" not in body:
+            raise InvalidInputError("allowed", "send the list of people allowed besides the owner")
+        view = await self._host.channels.set_allowed(
+            request.match_info["id"], request.match_info["channel"], body["allowed"]
+        )
         return web.json_response(channel_json(view))
 
     async def log_in_again(self, request: web.Request) -> web.Response:

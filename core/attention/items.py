@@ -30,6 +30,7 @@ AttentionKind = Literal[
     "observe_ready",
     "reserve_low",
     "unsure_delivery",
+    "inbound_failed",
 ]
 KINDS: tuple[AttentionKind, ...] = (
     "question",
@@ -44,6 +45,7 @@ KINDS: tuple[AttentionKind, ...] = (
     "observe_ready",
     "reserve_low",
     "unsure_delivery",
+    "inbound_failed",
 )
 Severity = Literal["info", "warn", "error"]  # the row's dot: grey, amber, red
 SEVERITIES: tuple[Severity, ...] = ("info", "warn", "error")
@@ -67,13 +69,16 @@ ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingPr
         "observe_ready": ("answer",),  # 改为执行 or 继续观察
         "reserve_low": ("open",),  # the bot's settings, where the balance and its limit are shown
         "unsure_delivery": ("retry", "dismiss"),  # send it again, or it arrived
+        "inbound_failed": ("retry", "dismiss"),  # hand it to chat again, or put it away
     }
 )
 # Only warnings that nobody must act on can be put away by hand. What still asks
 # (docs/attention.md#what-appears: a question, an approval, a budget, a failed task, a paused rule, an expired
 # login, an undelivered result) leaves only when its cause is gone; observe_ready is put away by answering
 # 继续观察.
-DISMISSABLE_KINDS: frozenset[AttentionKind] = frozenset({"rule_failing", "stuck_turn", "unsure_delivery"})
+DISMISSABLE_KINDS: frozenset[AttentionKind] = frozenset(
+    {"rule_failing", "stuck_turn", "unsure_delivery", "inbound_failed"}
+)
 # Kinds that never notify or push. observe_ready is never pushed (docs/attention.md#what-appears); a rule that
 # failed twice but still runs is not a "failure that needs them" until it pauses
 # (docs/push-rules.md#what-is-pushed). The chat reserve is not pushed either (docs/cost.md#the-chat-reserve):
@@ -93,6 +98,7 @@ SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
         "observe_ready": "info",
         "reserve_low": "warn",
         "unsure_delivery": "warn",
+        "inbound_failed": "error",
     }
 )
 # docs/attention.md#order: questions and approvals (time-sensitive), failures, deliveries, the system (logins,
@@ -106,6 +112,7 @@ GROUP_BY_KIND: Mapping[AttentionKind, int] = MappingProxyType(
         "rule_failing": 1,
         "undelivered": 2,
         "unsure_delivery": 2,
+        "inbound_failed": 2,
         "channel_login": 3,
         "stuck_turn": 3,
         "task_budget": 3,
@@ -431,6 +438,28 @@ def unsure_delivery_item(
         since=since,
         task_id=task_id,
         conversation_id=conversation_id,
+    )
+
+
+def inbound_failed_item(
+    inbound_id: int,
+    bot_id: str,
+    channel: str,
+    words: str,
+    since: float,
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A message that came in on a chat platform but failed to reach chat three times: set aside so the
+    ones after it go on. 'retry' hands it over again; 'dismiss' puts it away."""
+    preview = " ".join(words.split())
+    return _item(
+        "inbound_failed",
+        str(inbound_id),
+        bot_id=bot_id,
+        subject=_text(lang, "inbound_failed", channel=channel),
+        line=_text(lang, "inbound_failed_line", text=preview[:80] + ("…" if len(preview) > 80 else "")),
+        since=since,
     )
 
 

@@ -21,6 +21,7 @@ from core.attention.items import (
     channel_login_item,
     check_answer,
     failed_task_item,
+    inbound_failed_item,
     observe_ready_item,
     ordered,
     question_item,
@@ -33,7 +34,8 @@ from core.attention.items import (
     unsure_delivery_item,
 )
 from core.attention.routing import AnswerError
-from core.channels.service import ExpiredLogin
+from core.channels.inbox import words_of
+from core.channels.service import ExpiredLogin, SetAside
 from core.chat.service import ChatService
 from core.clock import Clock
 from core.cost.reserve import ReserveWatcher
@@ -53,6 +55,10 @@ class ExpiredLogins(Protocol):
     """Channels whose login is gone (the ChannelService)."""
 
     async def expired_logins(self) -> Sequence[ExpiredLogin]: ...
+
+    async def set_aside(self) -> Sequence[SetAside]: ...
+
+    async def settle_set_aside(self, inbound_id: int, *, again: bool) -> None: ...
 
 
 class AttentionService:
@@ -183,6 +189,17 @@ class AttentionService:
                         login.channel_id, login.bot_id, name, login.since, login.reason, lang=lang
                     )
                 )
+            for aside in await self._channels.set_aside():
+                found.append(
+                    inbound_failed_item(
+                        aside.inbound_id,
+                        aside.bot_id,
+                        _channel_name(aside.kind, lang),
+                        words_of(aside.record.body),
+                        aside.record.received_at,
+                        lang=lang,
+                    )
+                )
         stuck: dict[str, list[DeliveryRecord]] = {}
         for delivery in await self._outbox.stuck():
             stuck.setdefault(delivery.conversation_id, []).append(delivery)
@@ -298,6 +315,9 @@ class AttentionService:
             if live is not None:
                 self._dismissed_turns.add(live.turn_id)
             return {"done": action, "conversationId": key}
+        if kind == "inbound_failed" and action in ("retry", "dismiss") and self._channels is not None:
+            await self._channels.settle_set_aside(int(key), again=action == "retry")
+            return {"done": action}
         if kind == "unsure_delivery" and action in ("retry", "dismiss"):
             await self._outbox.settle_unsure(key, send_again=action == "retry")
             return {"done": action, "conversationId": item.conversation_id}

@@ -118,6 +118,7 @@ class BotService:
             quiet_start=record.quiet_start,
             quiet_end=record.quiet_end,
             paused=record.paused,
+            window_nudge=record.window_nudge,
         )
 
     async def ensure_default(self) -> BotView:

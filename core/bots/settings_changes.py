@@ -46,4 +46,8 @@ def settings_changes(update: BotUpdate) -> BotChanges:
         if not isinstance(update.paused, bool):
             raise InvalidInputError("paused", "must be true or false")
         changes["paused"] = update.paused
+    if update.window_nudge is not None:
+        if not isinstance(update.window_nudge, bool):
+            raise InvalidInputError("windowNudge", "must be true or false")
+        changes["window_nudge"] = update.window_nudge
     return changes

@@ -25,6 +25,7 @@ class BotView:
     quiet_start: str = "22:00"  # quiet hours, local "HH:MM"; equal start and end = none
     quiet_end: str = "08:00"
     paused: bool = False  # background work paused: no new task runs, scheduled rules skipped, pushes wait
+    window_nudge: bool = True  # the one 「回个 ok」 line before a chat platform's reply window closes
 
     @property
     def configured(self) -> bool:
@@ -49,6 +50,7 @@ class BotView:
             "taskSlots": self.task_slots,
             "quietHours": {"start": self.quiet_start, "end": self.quiet_end},
             "paused": self.paused,
+            "windowNudge": self.window_nudge,
             "configured": self.configured,
         }
 
@@ -69,6 +71,7 @@ class BotUpdate:
     quiet_start: str | None = None
     quiet_end: str | None = None
     paused: bool | None = None
+    window_nudge: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ one-line answer goes out as a reply.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
@@ -24,6 +26,8 @@ from core.bus import EventBus
 from core.changes import ChannelChanged, ConversationsChanged
 from core.channels.answers import ChannelAnswers
 from core.channels.channel import cut
+from core.channels.wechat.frames import MediaRef
+from core.channels.wechat.media import MediaError
 from core.chat.ports import InboundChat
 from core.chat.service import MAX_TEXT
 from core.clock import Clock
@@ -40,6 +44,7 @@ from core.translations import text
 log = logging.getLogger(__name__)
 
 NOT_IN_CHAT = 0  # the message id a handed-over message gets when it stays out of chat
+INBOX = "inbox"  # where attachments that came in are kept, per conversation, in the bot's workspace
 REFUSE_EVERY_S = 24 * 3600.0  # someone the bot does not serve is told so at most once a day
 # What a message that holds no words (a picture, a file) says in the conversation until media is read.
 NO_WORDS = "[{kinds}]"
@@ -78,10 +83,18 @@ class InboxOutbox(Protocol):
         run_id: str = "",
     ) -> bool: ...
 
+    async def queue_nudge(self, conversation_id: str, bot_id: str, window_start: float) -> None: ...
+
 
 class StrangerReply(Protocol):
     async def send_to_peer(self, channel_id: str, peer: str, text: str) -> str:
         """One line straight to a peer who has no conversation here (ChannelSends)."""
+        ...
+
+
+class MediaSaver(Protocol):
+    async def fetch(self, ref: MediaRef, kind: str, dest_dir: Path, *, stem: str) -> Path:
+        """Download and decrypt one attachment into `dest_dir` (MediaFetcher); MediaError says why not."""
         ...
 
 
@@ -96,7 +109,11 @@ class ChannelInbox:
         outbox: InboxOutbox,
         answers: ChannelAnswers,
         strangers: StrangerReply,
+        media: MediaSaver,
+        workspace_of: Callable[[str], Path],
     ) -> None:
+        self._media = media
+        self._workspace_of = workspace_of
         self._outbox = outbox
         self._answers = answers
         self._strangers = strangers
@@ -122,8 +139,9 @@ class ChannelInbox:
             return earlier.id  # handed over before a crash: dealt with then
         # What waited for this peer to write goes first, as one 「你不在时:…」, before the reply to this.
         await self._outbox.flush()
+        await self._queue_nudge(record, channel.bot_id, conversation_id)
         # Cut, not refused: a message chat would refuse as too long would stay owed and be retried forever.
-        words = cut(words_of(record.body), MAX_TEXT)
+        words = cut(await self._words(record, channel.bot_id, conversation_id), MAX_TEXT)
         quote = record.body.get("quote") or {}
         quoted_ref = str(quote.get("svr_id") or "") if isinstance(quote, dict) else ""
         handled = await self._answers.handle(conversation_id, channel.bot_id, words, quoted_ref)
@@ -141,6 +159,42 @@ class ChannelInbox:
             )
         return noted.id
 
+    async def _queue_nudge(self, record: InboundRecord, bot_id: str, conversation_id: str) -> None:
+        """This message opened a new reply window: its one nudge is due two hours before it closes, and
+        decides then whether it is needed (core.delivery.window_nudge)."""
+        peer = await self._db.read(lambda s: channel_rows.get_peer(s, record.channel_id, record.peer))
+        if peer is None or peer.last_inbound_at <= 0:
+            return
+        await self._outbox.queue_nudge(conversation_id, bot_id, peer.last_inbound_at)
+
+    async def _words(self, record: InboundRecord, bot_id: str, conversation_id: str) -> str:
+        """The message's words, with each attachment saved in the conversation's `inbox/` folder of the
+        bot's workspace and named by its path there, so the agent can open it (docs/channels.md#media).
+        Names are stable per stored message, so handing it over again keeps one copy."""
+        body = record.body
+        parts = [said] if (said := str(body.get("text") or "").strip()) else []
+        workspace = self._workspace_of(bot_id)
+        folder = workspace / INBOX / conversation_id
+        for n, item in enumerate(body.get("items") or []):
+            media = item.get("media") if isinstance(item, dict) else None
+            if not isinstance(media, dict):
+                continue
+            kind = str(item.get("kind") or "file")
+            ref = MediaRef(
+                encrypted_query_param=str(media.get("encrypted_query_param") or ""),
+                aes_key=str(media.get("aes_key") or ""),
+                full_url=str(media.get("full_url") or ""),
+                file_name=str(media.get("file_name") or ""),
+            )
+            try:
+                saved = await self._media.fetch(ref, kind, folder, stem=f"{record.id}-{n}")
+            except MediaError as exc:
+                log.warning("channel %s: a %s of message %s: %s", record.channel_id, kind, record.key, exc)
+                parts.append(f"[{kind} could not be fetched: {exc.reason}]")
+                continue
+            parts.append(f"[{kind}: {saved.relative_to(workspace)}]")
+        return "\n".join(parts) or words_of(body)
+
     async def _turn_away(self, channel_id: str, peer: str, words: str) -> None:
         """Tell someone the bot does not serve so, once a day at most; their message stays out of chat."""
         log.info("channel %s: a message from %s, whom it does not serve, stays out of chat", channel_id, peer)
@@ -149,13 +203,13 @@ class ChannelInbox:
         if found is not None and now - found.refused_at < REFUSE_EVERY_S:
             return
         await self._db.write(lambda s: channel_rows.mark_refused(s, channel_id, peer, now=now))
-        self._bus.publish(ChannelChanged(channel_id))  # the owner may allow them in the channel's settings
         try:
             await self._strangers.send_to_peer(
                 channel_id, peer, text(language_of(words), "channel_answer.not_served")
             )
         except Exception as exc:  # a courtesy: it must not hold up the rest of the batch
             log.warning("channel %s: could not tell %s the bot is not theirs: %s", channel_id, peer, exc)
+        self._bus.publish(ChannelChanged(channel_id))  # the owner may allow them in the channel's settings
 
     async def _conversation_of(self, channel_id: str, peer: str) -> str:
         now = self._clock.time()

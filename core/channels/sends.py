@@ -68,7 +68,7 @@ class ChannelSends:
         peer, channel = await self._db.read(find)
         if peer is None or channel is None:
             raise SendHeld("channel_down", "this conversation's channel was removed")
-        if channel.status != "connected":
+        if not channel.sendable:
             raise SendHeld("channel_down", f"the channel is {channel.status}")
         token = await self._secrets.get(token_secret_name(channel.id))
         if not token:
@@ -86,7 +86,7 @@ class ChannelSends:
         """One message to a peer with no conversation here (telling a stranger the bot is not theirs),
         within the same limits as any send."""
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
-        if channel is None or channel.status != "connected":
+        if channel is None or not channel.sendable:
             raise SendHeld("channel_down", "the channel is not connected")
         token = await self._secrets.get(token_secret_name(channel.id))
         if not token:
@@ -109,7 +109,10 @@ class ChannelSends:
         log.warning("channel %s: the login expired while sending (%s)", channel_id, reason)
 
         def write(s: Session) -> None:
-            if channel_rows.get_channel(s, channel_id) is not None:
+            # Only a connected channel: one reconnecting or signing in again has its own task, which
+            # says so itself, and a new login's status must not be overwritten by an old token's refusal.
+            found = channel_rows.get_channel(s, channel_id)
+            if found is not None and found.status == "connected":
                 channel_rows.set_status(s, channel_id, "login_expired", reason=reason, now=now)
 
         await self._db.write(write)

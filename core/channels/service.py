@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from core.bots.secret_store import SecretStore
 from core.bus import EventBus
-from core.changes import ChannelChanged
+from core.changes import AttentionChanged, ChannelChanged
 from core.channels.inbox import ChannelInbox
 from core.channels.wechat.ilink import ILinkClient, configured_urls
 from core.channels.wechat.login import LoginProgress, WeChatLogin, checked_verify_code, token_secret_name
@@ -28,12 +28,14 @@ from core.errors import InvalidInputError, NotFoundError
 from core.ids import new_id
 from core.store import bots as bot_rows
 from core.store import channels as channel_rows
-from core.store.channels import ChannelRecord
+from core.store.channels import ChannelRecord, InboundRecord
 from core.store.database import Database
 
 log = logging.getLogger(__name__)
 
 KINDS = ("wechat",)
+MAX_ALLOWED = 50
+MAX_PEER_ID = 200
 FIRST_CODE_TIMEOUT_S = 20.0  # how long adding a channel waits for the platform's first QR code
 
 
@@ -48,6 +50,8 @@ class ChannelView:
     status: str
     reason: str
     login: LoginProgress | None  # while a QR login is under way (or just ended)
+    allowed: tuple[str, ...] = ()  # who besides the owner may use the bot here
+    strangers: tuple[str, ...] = ()  # who wrote and was told the bot is not theirs, the latest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,17 @@ class ExpiredLogin:
     kind: str
     since: float
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """A message that came in but failed to reach chat too often: the person decides."""
+
+    inbound_id: int
+    channel_id: str
+    bot_id: str
+    kind: str
+    record: InboundRecord
 
 
 @dataclass
@@ -105,11 +120,16 @@ class ChannelService:
 
     async def of_bot(self, bot_id: str) -> list[ChannelView]:
         await self._bot(bot_id)
-        found = await self._db.read(lambda s: channel_rows.channels_of_bot(s, bot_id))
-        return [self._view(c) for c in found]
+
+        def read(s: Session) -> list[tuple[ChannelRecord, list[str]]]:
+            return [(c, _strangers(s, c)) for c in channel_rows.channels_of_bot(s, bot_id)]
+
+        return [self._view(c, strangers) for c, strangers in await self._db.read(read)]
 
     async def get(self, bot_id: str, channel_id: str) -> ChannelView:
-        return self._view(await self._channel(bot_id, channel_id))
+        channel = await self._channel(bot_id, channel_id)
+        strangers = await self._db.read(lambda s: _strangers(s, channel))
+        return self._view(channel, strangers)
 
     async def expired_logins(self) -> list[ExpiredLogin]:
         """Channels that say `login_expired`, for needs-you."""
@@ -118,6 +138,25 @@ class ChannelService:
             for c in await self._db.read(channel_rows.all_channels)
             if c.status == "login_expired"
         ]
+
+    async def set_aside(self) -> list[SetAside]:
+        """Messages that failed to reach chat again and again, for needs-you."""
+
+        def read(s: Session) -> list[SetAside]:
+            found = []
+            for record in channel_rows.set_aside_messages(s):
+                channel = channel_rows.get_channel(s, record.channel_id)
+                if channel is not None:
+                    found.append(SetAside(record.id, channel.id, channel.bot_id, channel.kind, record))
+            return found
+
+        return await self._db.read(read)
+
+    async def settle_set_aside(self, inbound_id: int, *, again: bool) -> None:
+        """Try a set-aside message again (at the channel's next poll), or put it away."""
+        if not await self._db.write(lambda s: channel_rows.settle_set_aside(s, inbound_id, again=again)):
+            raise NotFoundError("set-aside message", str(inbound_id))
+        self._bus.publish(AttentionChanged())
 
     def is_running(self, channel_id: str) -> bool:
         """Whether the channel has a live connection task (a login or a poll)."""
@@ -137,6 +176,16 @@ class ChannelService:
             lambda s: channel_rows.insert_channel(s, id=channel_id, bot_id=bot_id, kind=kind, now=now)
         )
         await self._start_login(channel_id)
+        return await self.get(bot_id, channel_id)
+
+    async def set_allowed(self, bot_id: str, channel_id: str, peers: object) -> ChannelView:
+        """Who besides the owner may use the bot through this channel (platform user ids, as the channel
+        lists them under `strangers`). Replaces the list; a bad list changes nothing."""
+        await self._channel(bot_id, channel_id)
+        allowed = checked_peers(peers)
+        now = self._clock.time()
+        await self._db.write(lambda s: channel_rows.set_allowed(s, channel_id, allowed, now=now))
+        self._bus.publish(ChannelChanged(channel_id))
         return await self.get(bot_id, channel_id)
 
     async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:
@@ -263,7 +312,7 @@ class ChannelService:
             raise NotFoundError("channel", channel_id)
         return channel
 
-    def _view(self, channel: ChannelRecord) -> ChannelView:
+    def _view(self, channel: ChannelRecord, strangers: list[str]) -> ChannelView:
         connection = self._connections.get(channel.id)
         login = connection.login.progress if connection is not None and connection.login is not None else None
         return ChannelView(
@@ -275,4 +324,30 @@ class ChannelService:
             status=channel.status,
             reason=channel.status_reason,
             login=login,
+            allowed=channel.allowed,
+            strangers=tuple(strangers),
         )
+
+
+def _strangers(s: Session, channel: ChannelRecord) -> list[str]:
+    """Who was turned away and is still not allowed."""
+    return [p.peer for p in channel_rows.strangers(s, channel.id) if not channel.admits(p.peer)]
+
+
+def checked_peers(peers: object) -> list[str]:
+    """A list of platform user ids: each a non-empty string of at most MAX_PEER_ID characters, at most
+    MAX_ALLOWED of them; repeats are kept once."""
+    if not isinstance(peers, list):
+        raise InvalidInputError("allowed", "must be a list of user ids")
+    if len(peers) > MAX_ALLOWED:
+        raise InvalidInputError("allowed", f"may name at most {MAX_ALLOWED} people")
+    kept: list[str] = []
+    for n, peer in enumerate(peers):
+        if not isinstance(peer, str) or not peer.strip() or len(peer) > MAX_PEER_ID or not peer.isprintable():
+            raise InvalidInputError(
+                f"allowed[{n}]",
+                f"must be a user id: a non-empty printable string of at most {MAX_PEER_ID} characters",
+            )
+        if peer.strip() not in kept:
+            kept.append(peer.strip())
+    return kept

@@ -24,6 +24,7 @@ from typing import Literal
 
 import httpx
 
+from core.agent.http_warmup import shared_ssl_context
 from core.bus import EventBus
 from core.clock import Clock
 from core.cost.balance import TIMEOUT_S, BalanceReading, read_balance
@@ -229,7 +230,7 @@ class ReserveWatcher:
 
     async def _read_over_http(self, base_url: str, api_key: str) -> BalanceReading:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=TIMEOUT_S)
+            self._client = httpx.AsyncClient(timeout=TIMEOUT_S, verify=shared_ssl_context())
         return await read_balance(self._client, base_url, api_key)
 
     # -- spend -------------------------------------------------------------------------------------------

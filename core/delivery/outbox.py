@@ -23,6 +23,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -46,6 +47,7 @@ from core.delivery.policy import (
     local_midnight,
     retry_at,
 )
+from core.delivery.window_nudge import nudge_due, nudge_id, nudge_text
 from core.store import approvals as approval_rows
 from core.store import bots as bot_rows
 from core.store import channels as channel_rows
@@ -56,6 +58,7 @@ from core.store.approvals import ApprovalRecord
 from core.store.bots import BotRecord
 from core.store.database import Database
 from core.store.deliveries import ASKED_FOR, STUCK_REASONS, DeliveryPurpose, DeliveryRecord, DeliveryStatus
+from core.tasks.language import language_of
 from core.translations import Language
 
 log = logging.getLogger(__name__)
@@ -67,6 +70,8 @@ Delivered = Callable[[DeliveryRecord], Awaitable[None]]
 RELEASED_REASONS = ("window_closed", "quota")
 NOT_COUNTED: frozenset[str] = ASKED_FOR | {"nudge"}
 """Sends that never count toward the daily cap."""
+NOT_BUDGETED: frozenset[str] = ASKED_FOR | {"nudge"}
+"""Sends outside the attention budget: a chat reply, and the window nudge (which has rules of its own)."""
 
 
 def local_zone() -> str:
@@ -139,7 +144,7 @@ def _platform_facts(
     return {
         "window_open": window.open,
         "quota_left": window.sends_left,
-        "channel_ready": channel is not None and channel.status == "connected",
+        "channel_ready": channel is not None and channel.sendable,
         "sent_today_unsolicited": len(pushed),
     }
 
@@ -248,8 +253,10 @@ class Outbox:
         text: str,
         task_id: str = "",
         run_id: str = "",
+        due_at: float | None = None,
     ) -> bool:
-        """Queue a message and let the policy send it. False when this id was already queued."""
+        """Queue a message and let the policy send it (at `due_at`, default now). False when this id was
+        already queued."""
 
         def insert(s: Session) -> bool:
             return self.stage(
@@ -261,6 +268,7 @@ class Outbox:
                 text=text,
                 task_id=task_id,
                 run_id=run_id,
+                due_at=due_at,
             )
 
         created = await self._db.write(insert)
@@ -280,6 +288,7 @@ class Outbox:
         task_id: str = "",
         run_id: str = "",
         message_id: int = 0,
+        due_at: float | None = None,
     ) -> bool:
         """Queue a message inside the caller's transaction, so it commits with the change that owes it (a
         run's end and its result): a crash can no longer fall between the two. `flush()` after the commit.
@@ -295,14 +304,35 @@ class Outbox:
             task_id=task_id,
             run_id=run_id,
             message_id=message_id,
+            due_at=due_at,
         )
         return created
+
+    async def queue_nudge(self, conversation_id: str, bot_id: str, window_start: float) -> None:
+        """The person opened a new reply window on a chat platform: queue its one nudge
+        (core.delivery.window_nudge), timed by the bot's quiet hours."""
+
+        def stage(s: Session) -> bool:
+            quiet = _quiet_hours_of(bot_rows.get_bot(s, bot_id)) or self._quiet
+            return self.stage(
+                s,
+                delivery_id=nudge_id(conversation_id, window_start),
+                bot_id=bot_id,
+                conversation_id=conversation_id,
+                purpose="nudge",
+                text="",
+                due_at=nudge_due(window_start, quiet, self._tz),
+            )
+
+        if await self._db.write(stage):
+            await self.flush()  # its timer
 
     async def flush(self) -> int:
         """Decide on every due delivery (at start this finishes what a crash left). Returns how many sent."""
         async with self._lock:
             now = self._clock.time()
             due = await self._db.read(lambda s: delivery_rows.due_deliveries(s, now=now))
+            due = await self._word_nudges(due, now)
             sent = 0
             if due:
                 facts = await self._db.read(lambda s: self._facts(s, {d.conversation_id for d in due}))
@@ -315,7 +345,7 @@ class Outbox:
                         d.due_at,
                         d.created_at,
                         d.attempts,
-                        unsolicited=d.purpose not in ASKED_FOR,
+                        unsolicited=d.purpose not in NOT_BUDGETED,
                     )
                     for d in due
                 ]
@@ -327,6 +357,31 @@ class Outbox:
                     sent += await self._apply(decision, by_id)
             await self._schedule_next(now)
             return sent
+
+    async def _word_nudges(self, due: list[DeliveryRecord], now: float) -> list[DeliveryRecord]:
+        """Each due window nudge gets its words now, or is dropped when it must not go
+        (core.delivery.window_nudge)."""
+        nudges = [d for d in due if d.purpose == "nudge"]
+        if not nudges:
+            return due
+
+        def word(s: Session) -> dict[str, str]:
+            worded = {}
+            for d in nudges:
+                lang = language_of(" ".join(msg_rows.recent_user_texts(s, d.conversation_id, 5)))
+                worded[d.id] = nudge_text(s, d.id, now, self._tz, self._quiet, lang)
+                if not worded[d.id]:
+                    delivery_rows.set_delivery_status(s, d.id, "dropped", held_reason="not_needed")
+            return worded
+
+        worded = await self._db.write(word)
+        kept = []
+        for d in due:
+            if d.id not in worded:
+                kept.append(d)
+            elif worded[d.id]:
+                kept.append(replace(d, text=worded[d.id]))
+        return kept
 
     def _facts(self, s: Session, conversation_ids: set[str]) -> dict[str, ConversationFacts]:
         return conversation_facts(s, conversation_ids, self._tz, now=self._clock.time())

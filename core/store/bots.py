@@ -31,6 +31,7 @@ class BotRecord:
     quiet_start: str = "22:00"
     quiet_end: str = "08:00"
     paused: bool = False
+    window_nudge: bool = True
 
 
 class BotChanges(TypedDict, total=False):
@@ -48,6 +49,7 @@ class BotChanges(TypedDict, total=False):
     task_slots: int
     quiet_start: str
     quiet_end: str
+    window_nudge: bool
     paused: bool
 
 
@@ -155,4 +157,5 @@ def _record(row: BotRow) -> BotRecord:
         quiet_start=row.quiet_start,
         quiet_end=row.quiet_end,
         paused=row.paused,
+        window_nudge=row.window_nudge,
     )

@@ -20,6 +20,10 @@ from core.store.errors import NotFoundError
 from core.store.models import ChannelPeerRow, ChannelRow, InboundRow
 
 USED_UP = 1_000_000  # sends_since_inbound once the platform said no more until the peer writes
+# inbound_messages.message_id of a message set aside after failing to reach chat again and again, and of
+# one the person then put away.
+SET_ASIDE = -1
+PUT_AWAY = -2
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,12 @@ class ChannelRecord:
     created_at: float
     updated_at: float
     allowed: tuple[str, ...] = ()  # peers besides the owner who may use the bot here
+
+    @property
+    def sendable(self) -> bool:
+        """Whether sends may be tried: logged in, and connected, or reconnecting after a start (its first
+        long poll may not return for half a minute; a send must not wait for that)."""
+        return bool(self.account) and self.status in ("connected", "connecting")
 
     def admits(self, peer: str) -> bool:
         """Whether `peer` may talk to the bot here: the owner, someone the owner allowed, or anyone on a
@@ -238,6 +248,32 @@ def count_failed_hand_over(s: Session, inbound_id: int) -> int:
         raise NotFoundError("inbound message", str(inbound_id))
     row.attempts += 1
     return row.attempts
+
+
+def set_aside(s: Session, inbound_id: int, *, now: float) -> None:
+    """Stop trying to hand a message on (it failed too often): handled, as set aside, for needs-you."""
+    row = s.get(InboundRow, inbound_id)
+    if row is None:
+        raise NotFoundError("inbound message", str(inbound_id))
+    row.handled_at, row.message_id = now, SET_ASIDE
+
+
+def set_aside_messages(s: Session) -> list[InboundRecord]:
+    stmt = select(InboundRow).where(InboundRow.message_id == SET_ASIDE).order_by(InboundRow.id)
+    return [_inbound(row) for row in s.scalars(stmt)]
+
+
+def settle_set_aside(s: Session, inbound_id: int, *, again: bool) -> bool:
+    """The person's word on a set-aside message: try it again from scratch, or put it away. False when it
+    is not set aside (any more)."""
+    row = s.get(InboundRow, inbound_id)
+    if row is None or row.message_id != SET_ASIDE:
+        return False
+    if again:
+        row.handled_at, row.message_id, row.attempts = 0.0, 0, 0
+    else:
+        row.message_id = PUT_AWAY
+    return True
 
 
 def get_inbound(s: Session, inbound_id: int) -> InboundRecord | None:

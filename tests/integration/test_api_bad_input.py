@@ -61,7 +61,8 @@ def _figures() -> Iterator[None]:
 
 # ---- what a valid request to each route looks like ------------------------------------------------------
 
-Kind = str  # "str", "num", "amount" (number or decimal text), "instant" (number or time text), "bool", "obj"
+Kind = str  # "str", "num", "amount" (number or decimal text), "instant" (number or time text), "bool", "obj",
+# "list" (of strings)
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,19 @@ ROUTES: dict[tuple[str, str], Route] = {
         more_bad=lambda s: [{"kind": "telegram"}, {"kind": ""}],
     ),
     ("GET", "/api/bots/{id}/channels/{channel}"): Route(params={"id": "bot", "channel": "channel"}),
+    ("PUT", "/api/bots/{id}/channels/{channel}"): Route(
+        params={"id": "bot", "channel": "channel"},
+        body=lambda s: {"allowed": ["friend@im.wechat"]},
+        fields=(Field(("allowed",), "list", required=True),),
+        strict=True,
+        more_bad=lambda s: [
+            {"allowed": [""]},
+            {"allowed": [1]},
+            {"allowed": ["x" * 201]},
+            {"allowed": ["a"] * 51},
+            {"allowed": ["a\x00b"]},
+        ],
+    ),
     ("POST", "/api/bots/{id}/channels/{channel}/login"): Route(
         params={"id": "bot", "channel": "channel"}, command=True
     ),
@@ -174,6 +188,7 @@ ROUTES: dict[tuple[str, str], Route] = {
             "taskSlots": 2,
             "quietHours": {"start": "23:00", "end": "07:00"},
             "paused": True,
+            "windowNudge": False,
         },
         fields=(
             Field(("name",), "str"),
@@ -189,6 +204,7 @@ ROUTES: dict[tuple[str, str], Route] = {
             Field(("quietHours", "start"), "str"),
             Field(("quietHours", "end"), "str"),
             Field(("paused",), "bool"),
+            Field(("windowNudge",), "bool"),
         ),
         strict=True,
     ),
@@ -489,6 +505,7 @@ WRONG_TYPES: dict[Kind, list[Any]] = {
     "instant": [True, [], {}, "abc", "-1", "NaN", "1e400", "10000-01-01T00:00"],
     "bool": [1, 0, "true", [], {}],
     "obj": ["x", 1, [], True, [{}]],
+    "list": ["x", 1, True, {}, [{}]],
 }
 BAD_NUMBERS: list[Any] = [
     -1,

@@ -37,6 +37,8 @@ def inbox_of(host: Host, strangers: TellStrangers | None = None) -> ChannelInbox
         outbox=host.outbox,
         answers=ChannelAnswers(host.db, host.tasks, host.approvals, host.rules),
         strangers=strangers or TellStrangers(),
+        media=host.media,
+        workspace_of=host.bots.workspace_of,
     )
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 import httpx
 
 from core.host import Host
+from core.translations import text
 from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import running_api
 from tests.integration.task_script import SessionScript, bash, report
-from tests.integration.wechat_fixtures import connect_wechat, wechat_host
+from tests.integration.wechat_fixtures import channel, connect_wechat, wechat_host
 from tests.waiting import wait_until
 
 TITLE = "Compare GPU prices"
@@ -124,3 +125,28 @@ async def test_a_quote_of_a_result_goes_to_its_task_and_tasks_lists_and_stops(
 
 async def _stage_is(client: httpx.AsyncClient, stage: str) -> bool:
     return (await task_stage(client)).startswith(stage)
+
+
+async def test_someone_else_is_told_politely_once_and_answered_once_the_owner_allows_them(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink, script: SessionScript
+) -> None:
+    script.fallback = Reply.text("Hi there.")
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore())
+    async with running_api(host) as client:
+        bot, channel_id = await connect_wechat(client, host)
+        ilink.user_says("hi, who are you?", user="friend@im.wechat")
+        refusal = await sent_with(host, ilink, "only for its owner")
+        assert refusal == text("en", "channel_answer.not_served")
+        ilink.user_says("hello?", user="friend@im.wechat")
+        shown = await channel(client, bot, channel_id)
+        assert (shown["strangers"], shown["allowed"]) == (["friend@im.wechat"], [])
+        assert [s.message.to_user for s in ilink.sent] == ["friend@im.wechat"]  # told once, not twice
+        assert script.requests["chat"] == []  # neither message reached the model
+
+        r = await client.put(f"/api/bots/{bot}/channels/{channel_id}", json={"allowed": ["friend@im.wechat"]})
+        assert r.status_code == 200, r.text
+        assert (r.json()["allowed"], r.json()["strangers"]) == (["friend@im.wechat"], [])
+        ilink.user_says("now can you help?", user="friend@im.wechat")
+        assert await sent_with(host, ilink, "Hi there.") == "Hi there."
+        assert ilink.sent[-1].message.to_user == "friend@im.wechat"
+    await host.stop()

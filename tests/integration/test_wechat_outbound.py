@@ -1,7 +1,8 @@
 """What a WeChat conversation gets, through the real host and outbox against the fake iLink server: chat
 replies reach the peer with its latest token and are remembered by the platform's id; a result that finds
 the reply window closed waits in needs-you and goes out first, as 「你不在时:…」, when the person writes
-again; a send cut off by a crash is never sent again by itself."""
+again; a send cut off by a crash is never sent again by itself; attachments are saved where the bot can
+open them."""
 
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
+from core.channels.wechat.frames import MediaRef
 from core.clock import FakeClock
 from core.delivery.outbox import local_zone
 from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
 from tests.fakes.fake_ilink import FakeILink
+from tests.fakes.fake_ilink_cdn import FakeILinkCdn
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore
-from tests.integration.host_fixtures import running_api
+from tests.integration.host_fixtures import make_host, running_api
 from tests.integration.wechat_fixtures import (
     connect_wechat,
     wechat_conversations,
@@ -159,3 +162,107 @@ async def test_a_send_cut_off_by_a_crash_is_unsure_and_goes_again_only_when_the_
 
 async def _sent_count(ilink: FakeILink, n: int) -> bool:
     return len(ilink.sent) >= n
+
+
+async def test_an_image_and_a_file_are_saved_in_the_conversations_inbox_and_named_to_the_bot(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
+) -> None:
+    model_server.default_text = "Got them."
+    async with FakeILinkCdn() as cdn:
+        png = b"\x89PNG\r\n\x1a\n" + b"pixels" * 100
+        image = cdn.host(png)
+        report = cdn.host(b"%PDF-1.4 the report", key_form="hex", file_name="报告.pdf")
+        missing = cdn.host(b"gone")
+        cdn.fail_next(404)  # the first download (the image) fails once: said in place of it, no crash
+        host = make_host(
+            tmp_path / "data",
+            model_server.base_url,
+            home=home,
+            secrets=MemorySecretStore(),
+            environ={"ERRAND_WECHAT_BASE_URL": ilink.base_url, "ERRAND_WECHAT_CDN_URL": cdn.base_url},
+        )
+        async with running_api(host) as client:
+            bot, _ = await connect_wechat(client, host)
+            ilink.user_says(
+                "",
+                item_list=[
+                    {"type": 1, "text_item": {"text": "看看这些"}},
+                    {"type": 2, "image_item": {"media": _media(missing)}},
+                    {"type": 2, "image_item": {"media": _media(image)}},
+                    {"type": 4, "file_item": {"media": _media(report), "file_name": report.file_name}},
+                ],
+            )
+            await wait_until(host.bus, lambda: _sent_count(ilink, 1), timeout=10, what="the reply")
+            [user] = [m for m in await wechat_messages(client) if m["role"] == "user"]
+            lines = user["text"].splitlines()
+            assert lines[0] == "看看这些"
+            assert lines[1].startswith("[image could not be fetched: ")
+            [conversation] = await wechat_conversations(client)
+            workspace = host.bots.workspace_of(bot)
+            assert lines[2:] == [
+                f"[image: inbox/{conversation['id']}/{_saved_name(workspace, conversation['id'], '.png')}]",
+                f"[file: inbox/{conversation['id']}/报告.pdf]",
+            ]
+            folder = workspace / "inbox" / conversation["id"]
+            assert (folder / "报告.pdf").read_bytes() == b"%PDF-1.4 the report"
+            assert (folder / _saved_name(workspace, conversation["id"], ".png")).read_bytes() == png
+        await host.stop()
+
+
+def _media(ref: MediaRef) -> dict[str, str]:
+    return {
+        "encrypt_query_param": ref.encrypted_query_param,
+        "aes_key": ref.aes_key,
+        "full_url": ref.full_url,
+    }
+
+
+def _saved_name(workspace: Path, conversation_id: str, suffix: str) -> str:
+    [found] = [p.name for p in (workspace / "inbox" / conversation_id).iterdir() if p.suffix == suffix]
+    return found
+
+
+async def test_one_nudge_two_hours_before_the_window_closes_only_while_something_is_still_coming(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
+) -> None:
+    clock = FakeClock(start=local(20, 9, 0))
+    ilink._now = clock.time
+    ilink.qr_script = ["confirmed"]
+    model_server.default_text = "好的。"
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore(), clock=clock)
+    async with running_api(host) as client:
+        await connect_wechat(client, host)
+        ilink.user_says("每天早上提醒我喝水")
+        await wait_until(host.bus, lambda: _sent_count(ilink, 1), timeout=10, what="the first reply")
+        [conversation] = await wechat_conversations(client)
+        tz = local_zone()
+        r = await client.post(
+            "/api/rules",
+            json={
+                "conversationId": conversation["id"],
+                "title": "喝水",
+                "instruction": "提醒我喝水",
+                "kind": "remind",
+                "schedule": {"kind": "daily", "time": "10:00", "tz": tz},
+            },
+        )
+        assert r.status_code == 201, r.text
+
+        # 2 h before the window closes (08:00) is in quiet hours: the nudge comes before they begin
+        clock.advance(local(20, 21, 50) - clock.time())
+        await host.outbox.flush()
+        await wait_until(host.bus, lambda: _sent_count(ilink, 2), timeout=10, what="the nudge")
+        nudge = ilink.sent[1].message.text
+        assert nudge.startswith("接下来还有 1 件事要发给你(") and "「喝水」" in nudge
+        assert nudge.endswith("回个「ok」我就能继续按时发给你。")
+        await host.outbox.flush()
+        assert len(ilink.sent) == 2  # once per window
+
+        ilink.user_says("ok")  # a new window; its nudge is due 21 h from now
+        await wait_until(host.bus, lambda: _sent_count(ilink, 3), timeout=10, what="the reply to ok")
+        r = await client.put(f"/api/rules/{r.json()['id']}", json={"mode": "off"})
+        assert r.status_code == 200, r.text
+        clock.advance(21 * 3600.0 + 60)
+        await host.outbox.flush()
+        assert len(ilink.sent) == 3  # nothing is coming any more: no nudge
+    await host.stop()

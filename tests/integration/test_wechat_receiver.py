@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from core.bus import EventBus
-from core.changes import ChannelChanged
+from core.changes import AttentionChanged, ChannelChanged
 from core.channels.wechat.ilink import ILinkClient
-from core.channels.wechat.receiver import BACKOFF_S, RETRY_S, WeChatReceiver
+from core.channels.wechat.receiver import BACKOFF_S, HAND_OVERS, RETRY_S, WeChatReceiver
 from core.clock import FakeClock
 from core.store import channels as channel_rows
 from core.store.channels import InboundRecord
@@ -157,6 +157,33 @@ async def test_a_message_the_pipeline_could_not_take_is_handed_on_after_a_restar
         assert sink.calls == [sink.got[0].id, sink.got[1].id]
     finally:
         await restarted.stop()
+
+
+async def test_a_message_that_keeps_failing_is_set_aside_for_the_person_after_three_tries(
+    db: Database, clock: FakeClock, ilink: FakeILink
+) -> None:
+    channel = await new_wechat_channel(db)
+    sink = Sink()
+    sink.fail_on = {"poison"}
+    ilink.user_says("poison")
+    running = Running(db, clock, ilink, channel, sink)
+    try:
+        await sink.wait_for(lambda: sink.refused == ["poison"] * HAND_OVERS)
+        ilink.user_says("after it")
+        await sink.wait_for(lambda: sink.texts == ["after it"])
+        await ilink.wait_for_polls(ilink.polls + 2)
+        assert sink.refused == ["poison"] * HAND_OVERS  # not tried again after every poll
+        [aside] = await db.read(channel_rows.set_aside_messages)
+        assert aside.body["text"] == "poison"
+        assert AttentionChanged() in running.changes  # its needs-you row appears
+
+        sink.fail_on = set()  # the person pressed 重试 once the cause was fixed
+        assert await db.write(lambda s: channel_rows.settle_set_aside(s, aside.id, again=True))
+        ilink.user_says("nudge a poll")
+        await sink.wait_for(lambda: "poison" in sink.texts)
+        assert await db.read(channel_rows.set_aside_messages) == []
+    finally:
+        await running.stop()
 
 
 async def test_a_malformed_message_and_the_bots_own_messages_are_skipped_and_the_rest_arrive(

@@ -22,6 +22,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from core.agent.http_warmup import shared_ssl_context
 from core.channels.wechat.frames import MediaRef
 
 MAX_MEDIA_BYTES = 50 * 1024 * 1024
@@ -238,10 +239,23 @@ class MediaFetcher:
         self.cdn_url = cdn_url.rstrip("/")
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
-        self._http = httpx.AsyncClient(transport=transport, timeout=timeout_s, follow_redirects=True)
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None  # made at the first download, not at start-up
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                transport=self._transport,
+                timeout=self.timeout_s,
+                follow_redirects=True,
+                verify=shared_ssl_context(),
+            )
+        return self._client
 
     async def close(self) -> None:
-        await self._http.aclose()
+        if self._client is not None:
+            await self._client.aclose()
 
     async def fetch(self, ref: MediaRef, kind: str, dest_dir: Path, *, stem: str) -> Path:
         """Download the attachment `ref` of `kind` ("image", "voice", "video", "file"), decrypt it and keep

@@ -4,7 +4,9 @@ then handed on (docs/channels.md#receiving).
 Order of work for every batch: store its new messages, the peers' reply tokens and the cursor after it in
 one transaction; only then hand the stored messages to the chat pipeline, each marked handled once it has
 it. A crash anywhere repeats a step, never loses a message: before the first poll of a start, whatever
-was stored and not handled is handed on first. The upstream plugin saves the cursor first; we do not.
+was stored and not handled is handed on first. A message that fails to reach chat three times is set aside
+for the person (needs-you: 重试 or 知道了) instead of being retried after every poll. The upstream plugin
+saves the cursor first; we do not.
 
 Errors: the next poll 2 s after a failure, 30 s after three in a row (then the channel says `error` with
 the reason until a poll succeeds). An expired session (`-14`) ends the loop with the channel
@@ -21,7 +23,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
-from core.changes import ChannelChanged
+from core.changes import AttentionChanged, ChannelChanged
 from core.channels.wechat.frames import InboundMessage, dedupe_key
 from core.channels.wechat.ilink import ILinkClient, ILinkError, SessionExpired
 from core.clock import Clock
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 RETRY_S = 2.0
 BACKOFF_S = 30.0
 FAILURES_BEFORE_BACKOFF = 3
+HAND_OVERS = 3  # failed hand-overs of one message before it is set aside for the person
 
 # Hands one stored message to the chat pipeline; returns the id of our message it became. It must be
 # idempotent by the record's id: a crash between handing a message on and marking it handled hands the same
@@ -154,6 +157,7 @@ class WeChatReceiver:
                 message_id = await self._sink(record)
             except Exception:
                 log.exception("wechat channel %s: handing on message %s failed", self._channel_id, record.key)
+                await asyncio.shield(self._failed(record))
                 continue
             # Shielded: a stop that lands here still marks what the pipeline already has.
             await asyncio.shield(self._handled(record, message_id))
@@ -165,6 +169,26 @@ class WeChatReceiver:
             channel_rows.store_batch(s, self._channel_id, arrivals, cursor=cursor, now=now)
 
         await self._db.write(store)
+
+    async def _failed(self, record: InboundRecord) -> None:
+        """One more failed hand-over; past HAND_OVERS the message is set aside (a needs-you row) so it
+        neither blocks the messages after it nor is retried after every poll for ever."""
+        now = self._clock.time()
+
+        def count(s: Session) -> bool:
+            if channel_rows.count_failed_hand_over(s, record.id) < HAND_OVERS:
+                return False
+            channel_rows.set_aside(s, record.id, now=now)
+            return True
+
+        if await self._db.write(count):
+            log.error(
+                "wechat channel %s: message %s set aside after %d tries",
+                self._channel_id,
+                record.key,
+                HAND_OVERS,
+            )
+            self._bus.publish(AttentionChanged())
 
     async def _handled(self, record: InboundRecord, message_id: int) -> None:
         now = self._clock.time()
