@@ -66,6 +66,24 @@ if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
 
 log = logging.getLogger(__name__)
+MAX_GATHER_S = 3600.0
+
+
+def gather_seconds(environ: Mapping[str, str]) -> float:
+    """ERRAND_GATHER_S when it is a number of seconds from 0 to an hour; else the 2-minute default."""
+    raw = environ.get("ERRAND_GATHER_S", "")
+    if not raw:
+        return COALESCE_WINDOW_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= MAX_GATHER_S:
+        log.warning(
+            "ERRAND_GATHER_S=%r is not 0 to %.0f seconds; using %.0f", raw, MAX_GATHER_S, COALESCE_WINDOW_S
+        )
+        return COALESCE_WINDOW_S
+    return value
 
 
 class ChatTools:
@@ -101,7 +119,7 @@ class Host:
         slot_policy: SlotPolicy | None = None,
         balance_read: BalanceRead | None = None,
         environ: Mapping[str, str] | None = None,
-        gather_s: float = COALESCE_WINDOW_S,
+        gather_s: float | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.clock: Clock = clock or SystemClock()
@@ -117,9 +135,13 @@ class Host:
         self.channel_sends = ChannelSends(self.db, self.bus, self.clock, secrets, environ=environ)
         self.media = MediaFetcher(configured_urls(environ)[1])  # attachments that come in on WeChat
         # `gather_s`: how long a push on a channel that rings waits for others to go with it
-        # (docs/push-rules.md); tests on the real clock pass 0.
+        # (docs/push-rules.md); tests on the real clock pass 0 (ERRAND_GATHER_S for `errand serve`).
         self.outbox = Outbox(
-            self.db, self.bus, self.clock, channels=self.channel_sends, coalesce_window_s=gather_s
+            self.db,
+            self.bus,
+            self.clock,
+            channels=self.channel_sends,
+            coalesce_window_s=gather_s if gather_s is not None else gather_seconds(environ),
         )
         self.bots = BotService(
             self.db, self.bus, self.clock, data_dir, secrets, model_override, held_pushes=self.outbox

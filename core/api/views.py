@@ -36,6 +36,7 @@ def message_json(m: MessageView) -> dict[str, Any]:
         "taskId": m.task_id,
         "tasks": [c.to_json() for c in m.task_chips],
         "question": m.question.to_json() if m.question else None,
+        "onPlatform": m.on_platform,
     }
 
 

@@ -82,6 +82,7 @@ def message_view(
         task_id=record.task_id,
         task_chips=chips if record.role == "assistant" else (),
         question=question,
+        on_platform=bool(record.channel_ref),
     )
 
 

@@ -71,6 +71,7 @@ class MessageView:
     task_id: str = ""  # set when this message is a background task's result, failure or question
     task_chips: tuple[TaskChip, ...] = ()  # tasks this reply started
     question: QuestionCard | None = None  # set when this message asks the person something
+    on_platform: bool = False  # a chat platform (WeChat) confirmed it has this message of ours
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,7 @@ class FakeILink:
         self._arrived = asyncio.Event()
         self._closing = asyncio.Event()
         self._polled = asyncio.Event()
+        self._sent_one = asyncio.Event()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -129,6 +130,14 @@ class FakeILink:
                 await self._polled.wait()
 
     # ---- server -------------------------------------------------------------------------------------
+
+    async def wait_for_sent(self, accept: Callable[[list[Sent]], bool], timeout: float = 10.0) -> None:
+        """Until `accept(self.sent)` holds, re-checked after every send that reached the server (for a
+        host in another process, whose bus a test cannot watch)."""
+        async with asyncio.timeout(timeout):
+            while not accept(self.sent):
+                self._sent_one.clear()
+                await self._sent_one.wait()
 
     async def __aenter__(self) -> Self:
         app = web.Application()
@@ -249,4 +258,5 @@ class FakeILink:
         message_id = str(9_000_000_000_000_000_000 + len(self.sent) + 1)
         self.sent.append(Sent(json.loads(json.dumps(body)), message, message_id))
         self.sent_at.append(arrived)
+        self._sent_one.set()
         return web.json_response({"ret": 0, "message_id": message_id})

@@ -29,7 +29,7 @@ def make_host(
     clock: Clock | None = None,
     balance_read: BalanceRead | None = None,
     environ: Mapping[str, str] | None = None,
-    gather_s: float = COALESCE_WINDOW_S,
+    gather_s: float | None = COALESCE_WINDOW_S,
 ) -> Host:
     """`environ` stands in for the process environment (no test reads the real one): e.g. where WeChat is."""
     return Host(
