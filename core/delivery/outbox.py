@@ -54,6 +54,8 @@ from core.store import channels as channel_rows
 from core.store import conversations as conv_rows
 from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
+from core.store import rules as rule_rows
+from core.store import tasks as task_rows
 from core.store.approvals import ApprovalRecord
 from core.store.bots import BotRecord
 from core.store.database import Database
@@ -70,6 +72,7 @@ Delivered = Callable[[DeliveryRecord], Awaitable[None]]
 RELEASED_REASONS = ("window_closed", "quota")
 NOT_COUNTED: frozenset[str] = ASKED_FOR | {"nudge"}
 """Sends that never count toward the daily cap."""
+RESERVED_MAX = 3
 NOT_BUDGETED: frozenset[str] = ASKED_FOR | {"nudge"}
 """Sends outside the attention budget: a chat reply, and the window nudge (which has rules of its own)."""
 
@@ -144,9 +147,23 @@ def _platform_facts(
     return {
         "window_open": window.open,
         "quota_left": window.sends_left,
+        "reserved": reserved_sends(s, conversation_id),
         "channel_ready": channel is not None and channel.sendable,
         "sent_today_unsolicited": len(pushed),
     }
+
+
+def reserved_sends(s: Session, conversation_id: str) -> int:
+    """One send for each live task and acting rule bound to the conversation, one more for an open
+    question or approval there, at most RESERVED_MAX: what a chat reply must leave for them."""
+    live = sum(1 for t in task_rows.tasks_of_conversation(s, conversation_id) if not t.ended_at)
+    acting = sum(
+        1
+        for r in rule_rows.rules_of_conversation(s, conversation_id)
+        if r.mode == "act" and not r.paused_reason
+    )
+    asking = any(a.conversation_id == conversation_id for a in approval_rows.open_approvals(s))
+    return min(RESERVED_MAX, live + acting + (1 if asking else 0))
 
 
 def _quiet_hours_of(bot: BotRecord | None) -> QuietHours | None:

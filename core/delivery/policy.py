@@ -150,6 +150,9 @@ class ConversationFacts:
     unpaused."""
     channel_ready: bool = True
     """The conversation's chat platform is connected (a login that expired, a removed channel: no)."""
+    reserved: int = 0
+    """Sends kept back for what live work owes this peer (docs/channels.md#sending): asked-for messages
+    (chat replies) may use only `quota_left - reserved`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +349,7 @@ class _Budget:
         cap = self.caps.daily_cap
         self.cap_left = float("inf") if cap is None else max(0, cap - facts.sent_today_unsolicited)
         self.quota_left = float("inf") if facts.quota_left is None else max(0, facts.quota_left)
+        self.reserved = facts.reserved
         self.question_open = facts.open_pushed_question
 
     def soft_hold(self, *, question: bool) -> tuple[HeldReason, float] | None:
@@ -396,7 +400,7 @@ def _send_asked_for(plan: _Plan, due: Sequence[Pending], budget: _Budget) -> Non
     for item in due:
         if item.unsolicited:
             continue
-        if budget.quota_left < 1:
+        if budget.quota_left - budget.reserved < 1:
             plan.hold([item], "quota")
             continue
         plan.send([item], budget.caps, ring=True, counts=False)

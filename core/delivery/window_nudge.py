@@ -82,8 +82,8 @@ def _coming_after(s: Session, conversation_id: str, closes_at: float, tz: str, l
     coming: list[str] = []
     rules = [
         r
-        for r in rule_rows.list_rules(s)
-        if r.conversation_id == conversation_id and r.mode != "off" and not r.paused_reason
+        for r in rule_rows.rules_of_conversation(s, conversation_id)
+        if r.mode != "off" and not r.paused_reason
         if r.next_run_at > closes_at or (r.next_run_at > 0 and r.schedule.get("kind") != "once")
     ]
     for rule in sorted(rules, key=lambda r: r.next_run_at):

@@ -13,6 +13,7 @@ from core.agent.tool_api import SessionKind, ToolContext, ToolError, ToolSpec
 from core.errors import InvalidInputError, NotFoundError
 from core.rules.commands import RuleCommands
 from core.tasks.language import language_of
+from core.translations import text
 
 CHAT_PREFIX = "chat-"
 
@@ -103,8 +104,13 @@ async def create_from_chat(rules: RuleCommands, session_id: str, args: RuleCreat
             else f"“Rule created: {view.schedule_words}, {view.title}. I'll tell you when there's something "
             "worth saying.”"
         )
-    return (
+    told = (
         f"Created rule {view.id} 「{view.title}」 in {view.mode} mode; it runs {view.schedule_words}. "
         "Reply to the user once, in their language, confirming it in one sentence with these schedule "
         f"words, e.g. {example} Do not do the check now."
     )
+    if await rules.channel_of_conversation(conversation_id) == "wechat":
+        # docs/channels.md#sending: WeChat takes a bot's message only within a day of the person's own.
+        note = text("zh" if zh else "en", "channel_push.rule_window_note")
+        told += f" This conversation is on WeChat: end your reply with this sentence, word for word: {note}"
+    return told

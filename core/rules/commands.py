@@ -284,6 +284,9 @@ class RuleCommands:
     async def bot_of_conversation(self, conversation_id: str) -> str | None:
         return await self._rules.bot_of_conversation(conversation_id)
 
+    async def channel_of_conversation(self, conversation_id: str) -> str:
+        return await self._rules.channel_of_conversation(conversation_id)
+
     async def check_month_budget(self, rule_id: str) -> MonthBudget:
         return await self._rules.check_month_budget(rule_id)
 

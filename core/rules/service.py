@@ -55,6 +55,11 @@ class RuleService:
         record = await self._db.read(lambda s: conv_rows.get_conversation(s, conversation_id))
         return record.bot_id if record is not None else None
 
+    async def channel_of_conversation(self, conversation_id: str) -> str:
+        """Where a conversation's person reads: desktop, wechat, ..."""
+        record = await self._db.read(lambda s: conv_rows.get_conversation(s, conversation_id))
+        return record.channel if record is not None else "desktop"
+
     async def rule_of_run(self, run_id: str) -> RuleRecord | None:
         """The rule a run belongs to (None for a task's run or a deleted rule)."""
 

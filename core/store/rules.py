@@ -154,6 +154,12 @@ def list_rules(s: Session, *, bot_id: str | None = None) -> list[RuleRecord]:
     return [_record(row) for row in s.scalars(stmt)]
 
 
+def rules_of_conversation(s: Session, conversation_id: str) -> list[RuleRecord]:
+    """Rules whose results go to this conversation."""
+    stmt = select(RuleRow).where(RuleRow.conversation_id == conversation_id)
+    return [_record(row) for row in s.scalars(stmt.order_by(RuleRow.created_at, RuleRow.id))]
+
+
 def _can_fire() -> ColumnElement[bool]:
     """Rules the scheduler may fire: on, not paused, with a next run (event rules have none)."""
     return and_(RuleRow.mode != "off", RuleRow.paused_reason == "", RuleRow.next_run_at > 0)

@@ -150,3 +150,23 @@ async def test_someone_else_is_told_politely_once_and_answered_once_the_owner_al
         assert await sent_with(host, ilink, "Hi there.") == "Hi there."
         assert ilink.sent[-1].message.to_user == "friend@im.wechat"
     await host.stop()
+
+
+async def test_a_rule_made_from_wechat_is_confirmed_with_the_24_hour_sentence(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink, script: SessionScript
+) -> None:
+    words = "每天早上 8 点看看 X 的价格"
+    schedule = {"kind": "daily", "time": "08:00", "tz": "Asia/Shanghai"}
+    call = ToolCallSpec("rule_create", {"title": "看 X 价格", "instruction": words, "schedule": schedule})
+    script.add("chat", [Reply.tool_calls([call]), Reply.text("已建好规则。")])
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore())
+    async with running_api(host) as client:
+        await connect_wechat(client, host)
+        ilink.user_says(words)
+        await sent_with(host, ilink, "已建好规则")
+        [told] = [str(m["content"]) for m in script.requests["chat"][1]["messages"] if m["role"] == "tool"]
+        assert text("zh", "channel_push.rule_window_note") in told  # the model is told to say it
+        [rule] = (await client.get("/api/rules")).json()["rules"]
+        [conversation] = [c for c in (await client.get("/api/conversations")).json()["conversations"]]
+        assert rule["conversationId"] == conversation["id"]  # its results go to this WeChat chat
+    await host.stop()

@@ -630,6 +630,15 @@ def test_an_empty_quota_holds_what_it_cannot_send() -> None:
     assert only(run(now, [item("reply", now, unsolicited=False)], conv(quota_left=0))).held_reason == "quota"
 
 
+def test_a_chat_reply_leaves_the_reserved_sends_to_the_work_that_owes_the_peer() -> None:
+    now = at("2026-11-02 10:00")
+    facts = {"wx": replace(conv(quota_left=3)["wx"], reserved=3)}
+    assert only(run(now, [item("reply", now, unsolicited=False)], facts)).held_reason == "quota"
+    assert only(run(now, [item("r", now, attempts=1)], facts)).kind == "send"  # the work's own push may
+    facts = {"wx": replace(conv(quota_left=4)["wx"], reserved=3)}
+    assert only(run(now, [item("reply", now, unsolicited=False)], facts)).kind == "send"
+
+
 def test_a_conversation_without_facts_is_held_as_channel_down() -> None:
     now = at("2026-11-02 10:00")
     decisions = run(now, [item("r", now, conversation="gone"), item("s", now + 5, conversation="gone")], {})

@@ -54,16 +54,18 @@ def test_a_voice_transcript_counts_as_words_and_media_items_keep_their_keys() ->
                 {"type": 3, "voice_item": {"text": "call mum"}},
                 {"type": 2, "image_item": {"media": {"encrypt_query_param": "q1", "aes_key": "a2V5"}}},
                 {"type": 4, "file_item": {"file_name": "a.pdf", "media": {"encrypt_query_param": "q2"}}},
-                {"type": 5, "video_item": {}},
+                {"type": 5, "video_item": {"media": {"encrypt_query_param": "q3", "aes_key": "a2V5"}}},
+                {"type": 11, "tool_item": {}},
             ]
         )
     )
     assert got.text == "call mum"
-    assert [item.kind for item in got.items] == ["voice", "image", "file", "other"]
-    image, file = got.items[1].media, got.items[2].media
+    assert [item.kind for item in got.items] == ["voice", "image", "file", "video", "other"]
+    image, file, video = got.items[1].media, got.items[2].media, got.items[3].media
     assert image is not None and (image.encrypted_query_param, image.aes_key) == ("q1", "a2V5")
     assert file is not None and file.file_name == "a.pdf"
-    assert got.items[3].type_code == 5
+    assert video is not None and video.encrypted_query_param == "q3"
+    assert got.items[4].type_code == 11
 
 
 @pytest.mark.parametrize(

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 MessageKind = Literal["user", "bot"]
-ItemKind = Literal["text", "image", "voice", "file", "other"]
+ItemKind = Literal["text", "image", "voice", "file", "video", "other"]
 
 USER_MESSAGE = 1
 BOT_MESSAGE = 2
 FINISHED = 2  # message_state: 0 new, 1 generating, 2 finished
 TEXT_ITEM = 1
-_ITEM_KINDS: dict[int, ItemKind] = {1: "text", 2: "image", 3: "voice", 4: "file"}
+_ITEM_KINDS: dict[int, ItemKind] = {1: "text", 2: "image", 3: "voice", 4: "file", 5: "video"}
 # One WeChat message holds at most this many characters; we never split a message.
 MAX_TEXT = 4000
 
@@ -155,6 +155,8 @@ def parse_item(item: object, where: str) -> Item:
         return Item("image", media=_media(item, "image_item", where))
     if kind == "file":
         return Item("file", media=_media(item, "file_item", where))
+    if kind == "video":
+        return Item("video", media=_media(item, "video_item", where))
     return Item("other", type_code=code)
 
 
