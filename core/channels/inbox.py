@@ -132,6 +132,9 @@ class ChannelInbox:
         if not channel.admits(record.peer):
             await self._turn_away(channel.id, record.peer, words_of(record.body))
             return NOT_IN_CHAT
+        if not str(record.body.get("text") or "").strip() and not record.body.get("items"):
+            log.info("channel %s: message %s holds nothing; not handed to chat", channel.id, record.key)
+            return NOT_IN_CHAT
         conversation_id = await self._conversation_of(record.channel_id, record.peer)
         source = f"inbound:{record.channel_id}:{record.id}"
         earlier = await self._chat.said_before(conversation_id, source)

@@ -149,3 +149,33 @@ async def test_a_message_longer_than_chat_takes_is_cut_not_left_owed(
         ]
         user, _ = await wait_for_roles(host, client, wechat["id"], ["user", "assistant"])
         assert len(user["text"]) == MAX_TEXT and user["text"].endswith("…")
+
+
+async def test_a_message_that_holds_nothing_is_kept_but_costs_no_turn(
+    host: Host, model_server: ScriptedModelServer
+) -> None:
+    from core.channels.inbox import NOT_IN_CHAT
+
+    async with running_api(host) as client:
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        channel_id = new_id("ch")
+        await host.db.write(
+            lambda s: channel_rows.insert_channel(s, id=channel_id, bot_id=bot, kind="wechat", now=1.0)
+        )
+        arrival = Arrival(
+            key="k-empty",
+            peer="u@im.wechat",
+            platform_id="9",
+            body={"text": "", "items": []},
+            reply_token="c",
+        )
+
+        def store(s: Session) -> InboundRecord:
+            [record] = channel_rows.store_batch(s, channel_id, [arrival], cursor="c1", now=1.0)
+            return record
+
+        empty = await host.db.write(store)
+        assert await inbox_of(host).hand_over(empty) == NOT_IN_CHAT
+        conversations = (await client.get("/api/conversations")).json()["conversations"]
+        assert [c for c in conversations if c["channel"] == "wechat"] == []
+        assert model_server.requests == []

@@ -7,6 +7,7 @@ open them."""
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -28,7 +29,7 @@ from tests.integration.wechat_fixtures import (
     wechat_host,
     wechat_messages,
 )
-from tests.waiting import wait_until
+from tests.waiting import wait_until, yield_until
 
 
 def local(day: int, hour: int, minute: int = 0) -> float:
@@ -265,4 +266,27 @@ async def test_one_nudge_two_hours_before_the_window_closes_only_while_something
         clock.advance(21 * 3600.0 + 60)
         await host.outbox.flush()
         assert len(ilink.sent) == 3  # nothing is coming any more: no nudge
+    await host.stop()
+
+
+async def test_a_send_the_platform_fails_is_tried_again_and_reaches_the_peer_once(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
+) -> None:
+    clock = FakeClock(start=local(20, 10, 0))
+    ilink._now = clock.time
+    ilink.qr_script = ["confirmed"]
+    model_server.default_text = "pong"
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore(), clock=clock)
+    async with running_api(host) as client:
+        await connect_wechat(client, host)
+        ilink.fail_next["sendmessage"] = [500, "not-json", "ret"]  # then it takes it
+        ilink.user_says("ping")
+        for delay in (5.0, 10.0, 20.0):  # after each failure, the outbox tries again later
+            await yield_until(partial(clock.sleeping_for, delay), f"a retry in {delay} s", rounds=500_000)
+            clock.advance(delay)
+        await wait_until(host.bus, lambda: _sent_count(ilink, 1), timeout=10, what="the reply, at last")
+        assert [s.message.text for s in ilink.sent] == ["pong"]  # once: the failures never reached a peer
+        [reply] = [m for m in await wechat_messages(client) if m["role"] == "assistant"]
+        assert reply["onPlatform"]
+        assert (await client.get("/api/attention")).json()["items"] == []
     await host.stop()
