@@ -70,6 +70,7 @@ Delivered = Callable[[DeliveryRecord], Awaitable[None]]
 # Held until the person wrote again, then sent before the reply to what they wrote
 # (docs/channels.md#held-until-the-person-writes).
 RELEASED_REASONS = ("window_closed", "quota")
+CLOSE_WAIT_S = 5.0  # how long a stop waits for sends already with a platform
 NOT_COUNTED: frozenset[str] = ASKED_FOR | {"nudge"}
 """Sends that never count toward the daily cap."""
 RESERVED_MAX = 3
@@ -200,6 +201,10 @@ class Outbox:
         self._ring: list[Delivered] = []
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
+        # Sends to a chat platform run outside the flush lock (a slow platform must not hold up the desktop,
+        # a run's end or another conversation), one conversation at a time in the order they were claimed.
+        self._platform_order: dict[str, asyncio.Lock] = {}
+        self._carrying: set[asyncio.Task[None]] = set()
 
     def on_delivered(self, listener: Delivered) -> None:
         """Called after a delivery reached its conversation (e.g. to tell the chat session about it)."""
@@ -255,6 +260,12 @@ class Outbox:
                 await self.flush()
 
     async def close(self) -> None:
+        if self._carrying:
+            # Sends already with a platform finish (or fail) first; one cut off here is `unsure` next start.
+            _, cut_off = await asyncio.wait(self._carrying, timeout=CLOSE_WAIT_S)
+            for task in cut_off:
+                task.cancel()
+            await asyncio.gather(*cut_off, return_exceptions=True)
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -533,6 +544,28 @@ class Outbox:
         if not live:
             return 0
         text = platform_text(decision.text or first.text, deliveries, caps, asked[0] if asked else None)
+        order = self._platform_order.setdefault(conversation_id, asyncio.Lock())
+        carrying = asyncio.get_running_loop().create_task(self._carry(live, text, channels, order))
+        self._carrying.add(carrying)
+        carrying.add_done_callback(self._carrying.discard)
+        return len(live)
+
+    async def _carry(
+        self, live: list[DeliveryRecord], text: str, channels: ChannelSending, order: asyncio.Lock
+    ) -> None:
+        """The platform call and what it answered, for deliveries claimed as `sending`."""
+        try:
+            async with order:
+                if not await self._carry_once(live, text, channels):
+                    async with self._lock:  # a retry may be due later: the one timer looks again
+                        await self._schedule_next(self._clock.time())
+        except Exception:
+            log.exception("delivery %s: sending on its platform failed unexpectedly", live[0].id)
+
+    async def _carry_once(self, live: list[DeliveryRecord], text: str, channels: ChannelSending) -> bool:
+        """Whether the platform took it."""
+        first = live[0]
+        conversation_id = first.conversation_id
         try:
             ref = await channels.send(conversation_id, text)
         except SendHeld as held:
@@ -545,11 +578,11 @@ class Outbox:
 
             await self._db.write(hold)
             self._bus.publish(AttentionChanged())  # a needs-you row: 没送达
-            return 0
+            return False
         except Exception as exc:
             log.exception("delivery %s failed on its channel", first.id)
             await self._failed(live, str(exc), self._clock.time())
-            return 0
+            return False
         now = self._clock.time()
         sole = live[0] if len(live) == 1 else None
 
@@ -574,7 +607,12 @@ class Outbox:
         await self._db.write(confirm)
         # The platform rang the person's phone; no OS notification on top.
         await self._announce_sent(live, ring=False)
-        return len(live)
+        return True
+
+    async def settled(self) -> None:
+        """Until every send now with a chat platform has its answer (tests, benchmarks)."""
+        while self._carrying:
+            await asyncio.gather(*list(self._carrying), return_exceptions=True)
 
     async def _schedule_next(self, now: float) -> None:
         """One timer for the earliest held or retried delivery."""
