@@ -11,9 +11,11 @@ answer to it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import unicodedata
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -86,7 +88,19 @@ class _Asked:
 
 
 @dataclass(frozen=True, slots=True)
-class _Context:
+class _Listed:
+    kind: str  # task | rule
+    id: str
+    title: str
+    detail: str  # a task's stage, a rule's schedule in words
+
+
+Commit = Callable[[], Awaitable[bool]]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerContext:
+    conversation_id: str
     asked: tuple[_Asked, ...]  # open questions and approvals of this conversation
     latest_bot_message_id: int
     quoted_task: tuple[str, str] | None  # (task id, title) of a quoted result or failure
@@ -100,18 +114,48 @@ class ChannelAnswers:
         self._tasks = tasks
         self._approvals = approvals
         self._rules = rules
+        self._listed: dict[str, list[_Listed]] = {}  # the latest `/tasks` list sent to each conversation
 
-    async def handle(self, conversation_id: str, bot_id: str, words: str, quoted_ref: str) -> Handled | None:
-        """Deal with `words` if they are an answer, a follow-up or a command; None for ordinary chat."""
-        found = await self._db.read(lambda s: _context(s, conversation_id, quoted_ref))
+    async def context(self, conversation_id: str, quoted_ref: str) -> AnswerContext:
+        """What a message could answer here, read before anything else is sent: a held message going out
+        first must not make a pushed question stop being the bot's latest message."""
+        return await self._db.read(lambda s: _context(s, conversation_id, quoted_ref))
+
+    async def handle(
+        self,
+        found: AnswerContext,
+        *,
+        bot_id: str,
+        words: str,
+        quoted_ref: str,
+        owner: bool,
+        commit: Commit,
+    ) -> Handled | None:
+        """Deal with `words` if they are an answer, a follow-up or a command; None for ordinary chat.
+        `commit()` stores the message as said right before anything is done, and says whether it is new:
+        after a crash the same message is not acted on twice (at worst not at all; the question then
+        still waits in needs-you). `owner`: the person who connected the channel, who may see and stop
+        all of the bot's work; anyone else only this conversation's."""
         # "2" or "/tasks" says nothing of a language: the person's earlier words here do.
         lang = language_of(f"{words} {found.earlier_words}")
         command = _COMMAND.match(words)
         if command is not None:
-            return Handled(await self._command(bot_id, command.group(1).strip(), lang))
-        approval = await self._approval(found, words, lang)
+            if not await commit():
+                return Handled("")
+            scope = None if owner else found.conversation_id
+            return Handled(
+                await self._command(found.conversation_id, bot_id, scope, command.group(1).strip(), lang)
+            )
+        approval = _approval_of(found, words)
         if approval is not None:
-            return approval
+            asked, approve = approval
+            if not await commit():
+                return Handled("")
+            try:
+                await self._approvals.decide(asked.id, approve)
+            except ConflictError:
+                return Handled("")  # decided meanwhile (the desktop, a time-out): nothing more to say
+            return Handled(_say(lang, "approved" if approve else "denied"))
         questions = [
             OpenQuestion(
                 question_id=a.record.id,
@@ -129,11 +173,13 @@ class ChannelAnswers:
         routed = route(Incoming(words, quoted_ref or None), questions)
         if routed.is_answer and routed.question_id is not None:
             asked = next(a.record for a in found.asked if a.record.id == routed.question_id)
-            return await self._answer(asked, routed.answer, lang)
+            return await self._answer(asked, routed.answer, lang, commit)
         if found.quoted_withdrawn is not None:
-            return await self._answer(found.quoted_withdrawn, words, lang)
+            return await self._answer(found.quoted_withdrawn, words, lang, commit)
         if found.quoted_task is not None:
             task_id, title = found.quoted_task
+            if not await commit():
+                return Handled("")
             try:
                 await self._tasks.follow_up(task_id, words)
             except (ConflictError, InvalidInputError, NotFoundError) as exc:
@@ -141,30 +187,12 @@ class ChannelAnswers:
             return Handled(_say(lang, "going_on", title=title))
         return None
 
-    async def _approval(self, found: _Context, words: str, lang: Language) -> Handled | None:
-        match = _APPROVAL.match(unicodedata.normalize("NFKC", words).lower())
-        if match is None:
-            return None
-        word = match.group(1) or match.group(4)
-        code = match.group(2) or match.group(3)
-        asked = next(
-            (a.record for a in found.asked if a.record.kind == "approval" and a.record.code == code), None
-        )
-        if asked is None:
-            return None  # a code of nothing open here: ordinary chat
-        approve = word in _YES
-        try:
-            await self._approvals.decide(asked.id, approve)
-        except ConflictError:
-            return Handled("")  # decided meanwhile (the desktop, a time-out): nothing more to say
-        return Handled(_say(lang, "approved" if approve else "denied"))
-
-    async def _answer(self, asked: ApprovalRecord, answer: str, lang: Language) -> Handled:
+    async def _answer(self, asked: ApprovalRecord, answer: str, lang: Language, commit: Commit) -> Handled:
+        if not await commit():
+            return Handled("")
         if not asked.task_id:  # the chat agent's own question: its turn goes on and replies by itself
-            try:
+            with contextlib.suppress(ConflictError, NotFoundError):
                 await self._approvals.answer_chat_question(asked.id, answer)
-            except (ConflictError, NotFoundError):
-                return Handled("")
             return Handled("")
         title = await self._db.read(lambda s: _title(s, asked.task_id))
         try:
@@ -175,40 +203,74 @@ class ChannelAnswers:
             return Handled(_say(lang, "answer_refused", reason=str(exc)))
         return Handled(_say(lang, "going_on", title=title))
 
-    async def _command(self, bot_id: str, rest: str, lang: Language) -> str:
-        tasks = await self._tasks.list_tasks(bot_id=bot_id, groups=OPEN_GROUPS, lang=lang)
-        rules = [r for r in await self._rules.list_rules(bot_id, lang) if r.mode != "off"]
+    async def _command(
+        self, conversation_id: str, bot_id: str, scope: str | None, rest: str, lang: Language
+    ) -> str:
         if not rest:
-            if not tasks and not rules:
+            listed = await self._open_work(bot_id, scope, lang)
+            # `/tasks stop 2` means the second of this list, even if work starts or ends meanwhile.
+            self._listed[conversation_id] = listed
+            if not listed:
                 return _say(lang, "nothing_open")
             lines = [_say(lang, "open_head")]
-            for n, task in enumerate(tasks, 1):
-                lines.append(_say(lang, "task_line", n=str(n), title=task.title, stage=task.stage_label))
-            for n, rule in enumerate(rules, len(tasks) + 1):
-                lines.append(
-                    _say(lang, "rule_line", n=str(n), title=rule.title, schedule=rule.schedule_words)
-                )
+            for n, item in enumerate(listed, 1):
+                lines.append(_say(lang, f"{item.kind}_line", n=str(n), title=item.title, stage=item.detail))
             lines.append(_say(lang, "stop_hint"))
             return "\n".join(lines)
         stop = _STOP.match(rest)
         if stop is None:
             return _say(lang, "command_help")
         n = int(stop.group(1))
-        if 1 <= n <= len(tasks):
-            task = tasks[n - 1]
+        shown = self._listed.get(conversation_id)
+        if shown is None:
+            return _say(lang, "list_first")
+        if not 1 <= n <= len(shown):
+            return _say(lang, "no_such_item", n=str(n))
+        item = shown[n - 1]
+        if item.kind == "task":
             try:
-                await self._tasks.stop_task(task.id)
-            except ConflictError as exc:
+                await self._tasks.stop_task(item.id)
+            except (ConflictError, NotFoundError) as exc:
                 return str(exc)
-            return _say(lang, "task_stopped", title=task.title)
-        if len(tasks) < n <= len(tasks) + len(rules):
-            rule = rules[n - len(tasks) - 1]
-            await self._rules.turn_off(rule.id)
-            return _say(lang, "rule_off", title=rule.title)
-        return _say(lang, "no_such_item", n=str(n))
+            return _say(lang, "task_stopped", title=item.title)
+        try:
+            await self._rules.turn_off(item.id)
+        except NotFoundError as exc:
+            return str(exc)
+        return _say(lang, "rule_off", title=item.title)
+
+    async def _open_work(self, bot_id: str, scope: str | None, lang: Language) -> list[_Listed]:
+        """The bot's open tasks, then its rules that run, oldest first; only those of conversation
+        `scope` when it is given."""
+        tasks = await self._tasks.list_tasks(bot_id=bot_id, groups=OPEN_GROUPS, lang=lang)
+        rules = [r for r in await self._rules.list_rules(bot_id, lang) if r.mode != "off"]
+        listed = [
+            _Listed("task", task.id, task.title, task.stage_label)
+            for task in sorted(tasks, key=lambda task: task.created_at)
+            if scope is None or task.conversation_id == scope
+        ]
+        listed += [
+            _Listed("rule", rule.id, rule.title, rule.schedule_words)
+            for rule in sorted(rules, key=lambda rule: rule.created_at)
+            if scope is None or rule.conversation_id == scope
+        ]
+        return listed
 
 
-def _context(s: Session, conversation_id: str, quoted_ref: str) -> _Context:
+def _approval_of(found: AnswerContext, words: str) -> tuple[ApprovalRecord, bool] | None:
+    """The open approval of this conversation that `y 4821` / `n 4821` decides, and how."""
+    match = _APPROVAL.match(unicodedata.normalize("NFKC", words).lower())
+    if match is None:
+        return None
+    word = match.group(1) or match.group(4)
+    code = match.group(2) or match.group(3)
+    asked = next(
+        (a.record for a in found.asked if a.record.kind == "approval" and a.record.code == code), None
+    )
+    return None if asked is None else (asked, word in _YES)
+
+
+def _context(s: Session, conversation_id: str, quoted_ref: str) -> AnswerContext:
     asked: list[_Asked] = []
     for record in approval_rows.open_approvals(s):
         if record.conversation_id != conversation_id:
@@ -228,7 +290,9 @@ def _context(s: Session, conversation_id: str, quoted_ref: str) -> _Context:
         elif ask is None and quoted.task_id:
             quoted_task = (quoted.task_id, _title(s, quoted.task_id))
     earlier = " ".join(msg_rows.recent_user_texts(s, conversation_id, LANGUAGE_SAMPLE))
-    return _Context(tuple(asked), latest.id if latest else 0, quoted_task, withdrawn, earlier)
+    return AnswerContext(
+        conversation_id, tuple(asked), latest.id if latest else 0, quoted_task, withdrawn, earlier
+    )
 
 
 def _title(s: Session, task_id: str) -> str:

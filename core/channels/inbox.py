@@ -30,6 +30,7 @@ from core.channels.wechat.frames import MediaRef
 from core.channels.wechat.media import MediaError
 from core.chat.ports import InboundChat
 from core.chat.service import MAX_TEXT
+from core.chat.views import MessageView
 from core.clock import Clock
 from core.errors import NotFoundError
 from core.ids import new_id
@@ -140,18 +141,38 @@ class ChannelInbox:
         earlier = await self._chat.said_before(conversation_id, source)
         if earlier is not None:
             return earlier.id  # handed over before a crash: dealt with then
-        # What waited for this peer to write goes first, as one 「你不在时:…」, before the reply to this.
-        await self._outbox.flush()
-        await self._queue_nudge(record, channel.bot_id, conversation_id)
         # Cut, not refused: a message chat would refuse as too long would stay owed and be retried forever.
         words = cut(await self._words(record, channel.bot_id, conversation_id), MAX_TEXT)
         quote = record.body.get("quote") or {}
         quoted_ref = str(quote.get("svr_id") or "") if isinstance(quote, dict) else ""
-        handled = await self._answers.handle(conversation_id, channel.bot_id, words, quoted_ref)
+        found = await self._answers.context(conversation_id, quoted_ref)
+        # What waited for this peer to write goes first, as one 「你不在时:…」, before the reply to this. An
+        # outbox that fails here must not set the person's message aside.
+        try:
+            await self._outbox.flush()
+            await self._queue_nudge(record, channel.bot_id, conversation_id)
+        except Exception:
+            log.exception("channel %s: the outbox failed before message %s", channel.id, record.key)
+        noted: list[MessageView] = []
+
+        async def commit() -> bool:
+            view, new = await self._chat.note(conversation_id, words, source=source)
+            noted.append(view)
+            return new
+
+        handled = await self._answers.handle(
+            found,
+            bot_id=channel.bot_id,
+            words=words,
+            quoted_ref=quoted_ref,
+            owner=not channel.owner or record.peer == channel.owner,
+            commit=commit,
+        )
         if handled is None:
             message = await self._chat.say(conversation_id, words, source=source)
             return message.id
-        noted, _ = await self._chat.note(conversation_id, words, source=source)
+        if not noted:  # dealt with without acting: still the person's words in the conversation
+            await commit()
         if handled.reply:
             await self._outbox.push(
                 delivery_id=f"ack:{record.channel_id}:{record.id}",
@@ -160,7 +181,7 @@ class ChannelInbox:
                 purpose="reply",
                 text=handled.reply,
             )
-        return noted.id
+        return noted[0].id
 
     async def _queue_nudge(self, record: InboundRecord, bot_id: str, conversation_id: str) -> None:
         """This message opened a new reply window: its one nudge is due two hours before it closes, and

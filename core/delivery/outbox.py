@@ -374,6 +374,7 @@ class Outbox:
                         d.created_at,
                         d.attempts,
                         unsolicited=d.purpose not in NOT_BUDGETED,
+                        released=d.held_reason in RELEASED_REASONS,
                     )
                     for d in due
                 ]
@@ -489,7 +490,9 @@ class Outbox:
             def failed(s: Session, d: DeliveryRecord = d, again: float | None = again) -> None:
                 delivery_rows.mark_failed_attempt(s, d.id, error=error)
                 if again is not None:
-                    delivery_rows.reschedule(s, d.id, status="pending", due_at=again)
+                    # What waited for the person still goes first, as 「你不在时:…」, when it is retried.
+                    kept = d.held_reason if d.held_reason in RELEASED_REASONS else ""
+                    delivery_rows.reschedule(s, d.id, status="pending", due_at=again, held_reason=kept)
                 else:
                     delivery_rows.set_delivery_status(s, d.id, "held", held_reason="channel_down")
 
@@ -522,6 +525,7 @@ class Outbox:
         first = deliveries[0]
         conversation_id = first.conversation_id
         asked: list[ApprovalRecord] = []
+        langs: list[Language] = []
 
         def claim(s: Session) -> list[DeliveryRecord]:
             live = [
@@ -535,6 +539,10 @@ class Outbox:
                 return []
             for d in live:
                 delivery_rows.set_delivery_status(s, d.id, "sending")
+            # The conversation's language as well as the message's: an English result in a Chinese chat
+            # still gets the Chinese hints.
+            recent = " ".join(msg_rows.recent_user_texts(s, conversation_id, 5))
+            langs.append(language_of(f"{recent} {first.text}"))
             if len(live) == 1 and live[0].purpose in ("question", "approval"):
                 found = approval_rows.get_approval(s, live[0].id.split(":", 1)[0])
                 asked.extend([found] if found is not None else [])
@@ -543,7 +551,13 @@ class Outbox:
         live = await self._db.write(claim)
         if not live:
             return 0
-        text = platform_text(decision.text or first.text, deliveries, caps, asked[0] if asked else None)
+        text = platform_text(
+            decision.text or first.text,
+            deliveries,
+            caps,
+            asked[0] if asked else None,
+            langs[0] if langs else None,
+        )
         order = self._platform_order.setdefault(conversation_id, asyncio.Lock())
         carrying = asyncio.get_running_loop().create_task(self._carry(live, text, channels, order))
         self._carrying.add(carrying)
@@ -634,11 +648,12 @@ def platform_text(
     deliveries: list[DeliveryRecord],
     caps: ChannelCapabilities,
     asked: ApprovalRecord | None = None,
+    lang: Language | None = None,
 ) -> str:
     """A message as a chat platform gets it (docs/channels.md#message-shapes): a question with its numbered
     options and how to answer, an approval with its `y <code> / n <code>`, a result that invites a quote
     where quotes reach the task; and what waited for the person to write again says so first."""
-    lang: Language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+    lang = lang or language_of(text)
     sole = deliveries[0] if len(deliveries) == 1 else None
     if sole is not None and asked is not None and sole.purpose == "question":
         lines = [f"\u2753{sole.text.splitlines()[0]}" if sole.text else "\u2753"]
@@ -652,6 +667,6 @@ def platform_text(
         text = f"{sole.text} {translations.text(lang, 'channel_push.approval', code=asked.code)}"
     elif sole is not None and sole.purpose == "result" and caps.supports_quote:
         text = f"{text}\n{translations.text(lang, 'channel_push.quote_result')}"
-    if any(d.status == "held" and d.held_reason in RELEASED_REASONS for d in deliveries):
+    if any(d.held_reason in RELEASED_REASONS for d in deliveries):
         text = translations.text(lang, "channel_push.away") + text
     return text

@@ -126,6 +126,9 @@ class Pending:
     """Failed sends so far. After a failure the outbox moves `due_at` to `retry_at(...)`."""
     unsolicited: bool = True
     """False for a message the user asked for just now (a reply to their answer): not budgeted."""
+    released: bool = False
+    """It waited for the person to write on a chat platform (a closed window, no sends left); now they have,
+    so it goes at once, before anything else, whatever the hour or the cap."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,9 +393,27 @@ def _decide_conversation(
             plan.hold([item], "channel_down")
         else:
             due.append(item)
+    _send_released(plan, due, budget)
     _send_asked_for(plan, due, budget)
     _send_questions(plan, due, budget)
     _send_the_rest(plan, now, due, budget, coalesce_window_s)
+
+
+def _released(item: Pending) -> bool:
+    return item.released and item.unsolicited and item.purpose not in QUESTION_PURPOSES
+
+
+def _send_released(plan: _Plan, due: Sequence[Pending], budget: _Budget) -> None:
+    """What waited for the person to write: one message, first (docs/channels.md#held-until-the-person-
+    writes). Questions among it keep their own message and the one-open rule."""
+    released = [item for item in due if _released(item)]
+    if not released:
+        return
+    if budget.quota_left < 1:
+        plan.hold(released, "quota")
+        return
+    plan.send(released, budget.caps, ring=True, counts=False)
+    budget.spend(counted=False, question=False)
 
 
 def _send_asked_for(plan: _Plan, due: Sequence[Pending], budget: _Budget) -> None:
@@ -430,7 +451,11 @@ def _send_the_rest(
     plan: _Plan, now: float, due: Sequence[Pending], budget: _Budget, coalesce_window_s: float
 ) -> None:
     """Results, rule hits, failures, reminders and notes: all the due ones go as one message."""
-    rest = [item for item in due if item.unsolicited and item.purpose not in QUESTION_PURPOSES]
+    rest = [
+        item
+        for item in due
+        if item.unsolicited and item.purpose not in QUESTION_PURPOSES and not item.released
+    ]
     if not rest:
         return
     if budget.quota_left < 1:
@@ -443,7 +468,9 @@ def _send_the_rest(
     # On a channel that rings, gather for a moment: what becomes due within the window of the first goes
     # with it, as one message. Not for a retry, and never into quiet hours (the gathering would cost hours).
     if budget.caps.rings and all(item.attempts == 0 for item in rest):
-        gather_until = rest[0].due_at + coalesce_window_s
+        # From when the first was made, not its due time: gathering moves `due_at`, and counting from it
+        # would gather again and again.
+        gather_until = min(item.created_at for item in rest) + coalesce_window_s
         if now < gather_until and budget.quiet.contains(gather_until, budget.tz) == budget.quiet_now:
             plan.later(rest, gather_until)
             return

@@ -8,15 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+from sqlalchemy.orm import Session
 
 from core.host import Host
+from core.store import deliveries as delivery_rows
 from core.translations import text
 from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import running_api
 from tests.integration.task_script import SessionScript, bash, report
-from tests.integration.wechat_fixtures import channel, connect_wechat, wechat_host
+from tests.integration.wechat_fixtures import channel, connect_wechat, wechat_conversations, wechat_host
 from tests.waiting import wait_until
 
 TITLE = "Compare GPU prices"
@@ -169,4 +171,45 @@ async def test_a_rule_made_from_wechat_is_confirmed_with_the_24_hour_sentence(
         [rule] = (await client.get("/api/rules")).json()["rules"]
         [conversation] = [c for c in (await client.get("/api/conversations")).json()["conversations"]]
         assert rule["conversationId"] == conversation["id"]  # its results go to this WeChat chat
+    await host.stop()
+
+
+async def test_a_bare_number_still_answers_when_something_that_waited_goes_out_first(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink, script: SessionScript
+) -> None:
+    script.add("chat", start_task())
+    script.add(
+        TITLE,
+        [
+            report(
+                "needs_you", "need the basis", question="包月价还是按小时价?", options=["包月价", "按小时价"]
+            )
+        ],
+    )
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore())
+    async with running_api(host) as client:
+        bot, _ = await connect_wechat(client, host)
+        await no_quiet_hours(client, bot)
+        ilink.user_says("帮我比较一下 GPU 价格")
+        await sent_with(host, ilink, "包月价还是按小时价?")
+        [conversation] = await wechat_conversations(client)
+
+        def held(s: Session) -> None:  # a rule's line that found no sends left after the question
+            d, _ = delivery_rows.insert_delivery(
+                s,
+                id="r_x:rule",
+                bot_id=bot,
+                conversation_id=conversation["id"],
+                purpose="rule",
+                text="「天气」:明天有雨",
+                now=0.0,
+            )
+            delivery_rows.reschedule(s, d.id, status="held", due_at=0.0, held_reason="quota")
+
+        await host.db.write(held)
+        script.add(TITLE, [report("done", "compared hourly", message="按小时价比较好了。")])
+        ilink.user_says("2")
+        assert (await sent_with(host, ilink, "你不在时")).startswith("你不在时:「天气」:明天有雨")
+        assert await sent_with(host, ilink, "收到,") == f"收到,「{TITLE}」继续。"
+        assert len(script.requests["chat"]) == 2  # the "2" answered the question, not the chat agent
     await host.stop()

@@ -639,6 +639,27 @@ def test_a_chat_reply_leaves_the_reserved_sends_to_the_work_that_owes_the_peer()
     assert only(run(now, [item("reply", now, unsolicited=False)], facts)).kind == "send"
 
 
+def test_gathering_ends_two_minutes_after_the_message_was_made_even_as_its_due_time_moves() -> None:
+    now = at("2026-11-02 10:00")
+    [first] = run(now, [item("r", now)], conv())
+    assert (first.kind, first.not_before) == ("retry_later", now + 120)
+    moved = replace(item("r", now), due_at=first.not_before)  # the outbox moved its due time
+    assert only(run(first.not_before, [moved], conv())).kind == "send"
+
+
+def test_what_waited_for_the_person_goes_first_as_one_message_whatever_the_hour() -> None:
+    night = at("2026-11-02 23:30")
+    waited = [
+        replace(item("a", night - 9 * HOUR, text="报告写好了"), released=True),
+        replace(item("b", night - 8 * HOUR, text="X 降价了"), released=True),
+    ]
+    fresh = item("c", night)
+    decisions = run(night, [*waited, fresh], conv(sent_today=3))
+    sent = decisions[0]
+    assert (sent.kind, sent.ids, sent.counts_toward_cap) == ("digest", ("a", "b"), False)
+    assert of(decisions, "c").held_reason == "quiet_hours"  # the rest keeps its budget
+
+
 def test_a_conversation_without_facts_is_held_as_channel_down() -> None:
     now = at("2026-11-02 10:00")
     decisions = run(now, [item("r", now, conversation="gone"), item("s", now + 5, conversation="gone")], {})
