@@ -388,15 +388,16 @@ class Host:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        await self.outbox.close()
-        await self.channels.stop()
-        await self.channel_sends.close()
-        await self.media.close()
+        await self.channels.stop()  # nothing more comes in
+        await self.outbox.close()  # what is with a platform gets its answer
         if self._runtime is not None:
             await self.rule_runner.stop()
             await self.tasks.shutdown()
             await self._runtime.close()
             await self.chat.stop()
             self._runtime = None
+        await self.outbox.close()  # replies the last turns stored
+        await self.channel_sends.close()
+        await self.media.close()
         await self.db.close()
         log.info("host stopped")

@@ -64,6 +64,11 @@ class SendHeld(Exception):
         self.detail = detail
 
 
+class SendOutcomeUnknown(Exception):
+    """The platform may or may not have the message (no answer, or one that cannot be read): it must not
+    be sent again without the person's word."""
+
+
 @runtime_checkable
 class ChannelSending(Protocol):
     """How the outbox reaches a conversation that lives on a chat platform (docs/channels.md#sending).
@@ -71,8 +76,8 @@ class ChannelSending(Protocol):
 
     async def send(self, conversation_id: str, text: str) -> str:
         """Send one message and return the platform's id of it (to match a quote of it later), once the
-        platform confirmed it. SendHeld when it cannot go now; any other error is a failed attempt the
-        outbox retries (`policy.retry_at`)."""
+        platform confirmed it. SendHeld when it cannot go now; SendOutcomeUnknown when it may have gone;
+        any other error is a failed attempt the outbox retries (`policy.retry_at`)."""
         ...
 
 

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from core.bots.secret_store import SecretStore
 from core.bus import EventBus
 from core.changes import ChannelChanged
-from core.channels.channel import SendHeld
-from core.channels.wechat.ilink import ILinkClient, SessionExpired, configured_urls
+from core.channels.channel import SendHeld, SendOutcomeUnknown
+from core.channels.wechat.ilink import ILinkClient, ILinkError, SessionExpired, configured_urls
 from core.channels.wechat.login import token_secret_name
 from core.channels.wechat.sender import WeChatSender
 from core.clock import Clock
@@ -54,8 +54,10 @@ class ChannelSends:
         self._base_url, _cdn = configured_urls(environ)
         self._transport = transport
         self._clients: dict[str, _Client] = {}
+        self._closed = False
 
     async def close(self) -> None:
+        self._closed = True
         for held in self._clients.values():
             await held.client.close()
         self._clients.clear()
@@ -81,6 +83,10 @@ class ChannelSends:
         except SessionExpired as exc:
             await self._expired(channel.id, str(exc))
             raise SendHeld("channel_down", "the WeChat login expired") from exc
+        except ILinkError as exc:
+            if exc.outcome_unknown:
+                raise SendOutcomeUnknown(str(exc)) from exc
+            raise
 
     async def send_to_peer(self, channel_id: str, peer: str, text: str) -> str:
         """One message to a peer with no conversation here (telling a stranger the bot is not theirs),
@@ -95,6 +101,8 @@ class ChannelSends:
         return await WeChatSender(self._db, self._clock, client, channel_id=channel.id).send(peer, text)
 
     async def _client(self, channel: ChannelRecord, token: str) -> ILinkClient:
+        if self._closed:  # Errand is stopping: it goes at the next start
+            raise SendHeld("channel_down", "Errand is stopping")
         held = self._clients.get(channel.id)
         if held is not None and held.token == token:
             return held.client

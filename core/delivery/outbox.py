@@ -33,7 +33,14 @@ from sqlalchemy.orm import Session
 from core import translations
 from core.bus import EventBus
 from core.changes import AttentionChanged, ConversationsChanged, MessagesChanged
-from core.channels.channel import DESKTOP, ChannelCapabilities, ChannelSending, SendHeld, shape
+from core.channels.channel import (
+    DESKTOP,
+    ChannelCapabilities,
+    ChannelSending,
+    SendHeld,
+    SendOutcomeUnknown,
+    shape,
+)
 from core.channels.registry import SENT_BY_PLATFORM, capabilities_of
 from core.channels.wechat.sender import reply_window
 from core.clock import Clock
@@ -47,6 +54,7 @@ from core.delivery.policy import (
     local_midnight,
     retry_at,
 )
+from core.delivery.reserved_sends import reserved_sends
 from core.delivery.window_nudge import nudge_due, nudge_id, nudge_text
 from core.store import approvals as approval_rows
 from core.store import bots as bot_rows
@@ -54,8 +62,6 @@ from core.store import channels as channel_rows
 from core.store import conversations as conv_rows
 from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
-from core.store import rules as rule_rows
-from core.store import tasks as task_rows
 from core.store.approvals import ApprovalRecord
 from core.store.bots import BotRecord
 from core.store.database import Database
@@ -73,7 +79,6 @@ RELEASED_REASONS = ("window_closed", "quota")
 CLOSE_WAIT_S = 5.0  # how long a stop waits for sends already with a platform
 NOT_COUNTED: frozenset[str] = ASKED_FOR | {"nudge"}
 """Sends that never count toward the daily cap."""
-RESERVED_MAX = 3
 NOT_BUDGETED: frozenset[str] = ASKED_FOR | {"nudge"}
 """Sends outside the attention budget: a chat reply, and the window nudge (which has rules of its own)."""
 
@@ -152,19 +157,6 @@ def _platform_facts(
         "channel_ready": channel is not None and channel.sendable,
         "sent_today_unsolicited": len(pushed),
     }
-
-
-def reserved_sends(s: Session, conversation_id: str) -> int:
-    """One send for each live task and acting rule bound to the conversation, one more for an open
-    question or approval there, at most RESERVED_MAX: what a chat reply must leave for them."""
-    live = sum(1 for t in task_rows.tasks_of_conversation(s, conversation_id) if not t.ended_at)
-    acting = sum(
-        1
-        for r in rule_rows.rules_of_conversation(s, conversation_id)
-        if r.mode == "act" and not r.paused_reason
-    )
-    asking = any(a.conversation_id == conversation_id for a in approval_rows.open_approvals(s))
-    return min(RESERVED_MAX, live + acting + (1 if asking else 0))
 
 
 def _quiet_hours_of(bot: BotRecord | None) -> QuietHours | None:
@@ -247,11 +239,22 @@ class Outbox:
             if found is None or found.status != "unsure":
                 return False
             if send_again:
-                # The cut-off send counts as an attempt, so this one goes as a retry: at once, ungathered.
-                delivery_rows.mark_failed_attempt(s, delivery_id, error="cut off by a restart")
+                # A fresh round of retries that goes at once, ungathered (one attempt is behind it).
+                delivery_rows.set_attempts(s, delivery_id, 1)
                 delivery_rows.reschedule(s, delivery_id, status="pending", due_at=now)
-            else:
-                delivery_rows.mark_sent(s, delivery_id, now=now, message_id=found.message_id)
+                return True
+            message_id = found.message_id
+            if not message_id:  # it arrived: the conversation shows it as it would have
+                message_id = msg_rows.insert_message(
+                    s,
+                    conversation_id=found.conversation_id,
+                    role="error" if found.purpose == "failure" else "assistant",
+                    text=found.text,
+                    state="done",
+                    now=now,
+                    task_id=found.task_id,
+                ).id
+            delivery_rows.mark_sent(s, delivery_id, now=now, message_id=message_id)
             return True
 
         if await self._db.write(settle):
@@ -359,33 +362,37 @@ class Outbox:
         """Decide on every due delivery (at start this finishes what a crash left). Returns how many sent."""
         async with self._lock:
             now = self._clock.time()
-            due = await self._db.read(lambda s: delivery_rows.due_deliveries(s, now=now))
-            due = await self._word_nudges(due, now)
-            sent = 0
-            if due:
-                facts = await self._db.read(lambda s: self._facts(s, {d.conversation_id for d in due}))
-                pending = [
-                    Pending(
-                        d.id,
-                        d.conversation_id,
-                        d.purpose,
-                        d.text,
-                        d.due_at,
-                        d.created_at,
-                        d.attempts,
-                        unsolicited=d.purpose not in NOT_BUDGETED,
-                        released=d.held_reason in RELEASED_REASONS,
-                    )
-                    for d in due
-                ]
-                by_id = {d.id: d for d in due}
-                decisions = decide(
-                    now, pending, facts, self._quiet, coalesce_window_s=self._coalesce_window_s
+            try:
+                return await self._decide_due(now)
+            finally:
+                # Whatever failed above, the one timer for held and retried deliveries keeps running.
+                await self._schedule_next(self._clock.time())
+
+    async def _decide_due(self, now: float) -> int:
+        due = await self._db.read(lambda s: delivery_rows.due_deliveries(s, now=now))
+        due = await self._word_nudges(due, now)
+        sent = 0
+        if due:
+            facts = await self._db.read(lambda s: self._facts(s, {d.conversation_id for d in due}))
+            pending = [
+                Pending(
+                    d.id,
+                    d.conversation_id,
+                    d.purpose,
+                    d.text,
+                    d.due_at,
+                    d.created_at,
+                    d.attempts,
+                    unsolicited=d.purpose not in NOT_BUDGETED,
+                    released=d.held_reason in RELEASED_REASONS,
                 )
-                for decision in decisions:
-                    sent += await self._apply(decision, by_id)
-            await self._schedule_next(now)
-            return sent
+                for d in due
+            ]
+            by_id = {d.id: d for d in due}
+            decisions = decide(now, pending, facts, self._quiet, coalesce_window_s=self._coalesce_window_s)
+            for decision in decisions:
+                sent += await self._apply(decision, by_id)
+        return sent
 
     async def _word_nudges(self, due: list[DeliveryRecord], now: float) -> list[DeliveryRecord]:
         """Each due window nudge gets its words now, or is dropped when it must not go
@@ -593,6 +600,18 @@ class Outbox:
             await self._db.write(hold)
             self._bus.publish(AttentionChanged())  # a needs-you row: 没送达
             return False
+        except SendOutcomeUnknown as exc:
+            log.warning("delivery %s: the platform may or may not have it: %s", first.id, exc)
+            why = str(exc)
+
+            def unsure(s: Session) -> None:
+                for d in live:
+                    delivery_rows.mark_failed_attempt(s, d.id, error=why)
+                    delivery_rows.set_delivery_status(s, d.id, "unsure", held_reason=d.held_reason)
+
+            await self._db.write(unsure)
+            self._bus.publish(AttentionChanged())  # needs-you asks: 重试 or 知道了
+            return True  # nothing to retry by itself
         except Exception as exc:
             log.exception("delivery %s failed on its channel", first.id)
             await self._failed(live, str(exc), self._clock.time())
@@ -615,7 +634,9 @@ class Outbox:
                 ).id
             msg_rows.set_channel_ref(s, message_id, ref)
             for d in live:
-                delivery_rows.mark_sent(s, d.id, now=now, message_id=message_id)
+                # A delivery deleted meanwhile (its task was deleted) went out all the same.
+                if delivery_rows.get_delivery(s, d.id) is not None:
+                    delivery_rows.mark_sent(s, d.id, now=now, message_id=message_id)
             conv_rows.touch_conversation(s, conversation_id, now)
 
         await self._db.write(confirm)

@@ -404,8 +404,9 @@ def _released(item: Pending) -> bool:
 
 
 def _send_released(plan: _Plan, due: Sequence[Pending], budget: _Budget) -> None:
-    """What waited for the person to write: one message, first (docs/channels.md#held-until-the-person-
-    writes). Questions among it keep their own message and the one-open rule."""
+    """What waited for the person to write: one message, first
+    (docs/channels.md#held-until-the-person-writes). Questions among it keep their own message and the
+    one-open rule."""
     released = [item for item in due if _released(item)]
     if not released:
         return

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from core import translations
 from core.channels.wechat.sender import WINDOW_S, reply_window
 from core.delivery.policy import QuietHours
+from core.delivery.reserved_sends import reserved_sends
 from core.store import bots as bot_rows
 from core.store import channels as channel_rows
 from core.store import conversations as conv_rows
@@ -64,7 +65,12 @@ def nudge_text(s: Session, delivery_id: str, now: float, tz: str, quiet: QuietHo
     if quiet.contains(now, tz):
         return ""
     window = reply_window(peer, now)
-    if not window.open or window.sends_left < 1:
+    channel = channel_rows.get_channel(s, peer.channel_id)
+    # Never held: a nudge that cannot go now (no sends above what live work needs, the channel away)
+    # is simply not needed any more.
+    if channel is None or not channel.sendable or not window.open:
+        return ""
+    if window.sends_left - reserved_sends(s, conversation_id) < 1:
         return ""
     coming = _coming_after(s, conversation_id, window.closes_at, tz, lang)
     if not coming:

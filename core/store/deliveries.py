@@ -170,7 +170,11 @@ def sent_questions(s: Session, conversation_id: str) -> list[DeliveryRecord]:
 
 def stuck_deliveries(s: Session) -> list[DeliveryRecord]:
     """Held because only the person can open the way (window closed, no quota, the channel down)."""
-    stmt = select(DeliveryRow).where(DeliveryRow.status == "held", DeliveryRow.held_reason.in_(STUCK_REASONS))
+    stmt = select(DeliveryRow).where(
+        DeliveryRow.status == "held",
+        DeliveryRow.held_reason.in_(STUCK_REASONS),
+        DeliveryRow.purpose != "nudge",  # a nudge that cannot go is not needed, never a row
+    )
     return [_record(row) for row in s.scalars(stmt.order_by(DeliveryRow.created_at))]
 
 
@@ -225,6 +229,23 @@ def mark_failed_attempt(s: Session, id: str, *, error: str) -> DeliveryRecord:
     row.last_error = error
     s.flush()
     return _record(row)
+
+
+def drop_undelivered(s: Session, conversation_ids: Collection[str], *, reason: str) -> int:
+    """Drop what waits to go to these conversations (their channel was removed); how many."""
+    dropped = 0
+    for chunk in chunked(list(conversation_ids)):
+        stmt = select(DeliveryRow).where(
+            DeliveryRow.conversation_id.in_(chunk), DeliveryRow.status.in_(("pending", "held", "unsure"))
+        )
+        for row in s.scalars(stmt):
+            row.status, row.held_reason = "dropped", reason
+            dropped += 1
+    return dropped
+
+
+def set_attempts(s: Session, id: str, attempts: int) -> None:
+    _row(s, id).attempts = attempts
 
 
 def set_delivery_status(

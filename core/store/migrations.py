@@ -135,6 +135,16 @@ def _add_channel_sending(conn: Connection) -> None:
     attempts = Column("attempts", Integer, nullable=False, server_default=text("0"))
     add_column(conn, "inbound_messages", attempts)
     add_column(conn, "channel_peers", Column("refused_at", Double, nullable=False, server_default=text("0")))
+    wanted = {
+        "tasks": "ix_tasks_conversation_id",
+        "deliveries": "ix_deliveries_conversation_status_sent",
+        "rules": "ix_rules_conversation_id",
+        "inbound_messages": "ix_inbound_message_id",
+        "channel_peers": "ix_channel_peers_conversation_id",
+    }
+    for table, name in wanted.items():
+        index = next(i for i in Base.metadata.tables[table].indexes if i.name == name)
+        index.create(conn, checkfirst=True)
 
 
 MIGRATIONS: list[Migration] = [

@@ -109,7 +109,11 @@ class SettingRow(Base):
 
 class TaskRow(Base):
     __tablename__ = "tasks"
-    __table_args__ = (Index("ix_tasks_bot_id_ended_at", "bot_id", "ended_at"),)
+    __table_args__ = (
+        Index("ix_tasks_bot_id_ended_at", "bot_id", "ended_at"),
+        # A chat platform's outbox asks what live work a conversation has (migration 10).
+        Index("ix_tasks_conversation_id", "conversation_id"),
+    )
 
     id: Mapped[str] = mapped_column(primary_key=True)
     bot_id: Mapped[str] = mapped_column(ForeignKey("bots.id"))
@@ -198,7 +202,11 @@ class DeliveryRow(Base):
     """The outbox for pushed messages."""
 
     __tablename__ = "deliveries"
-    __table_args__ = (Index("ix_deliveries_status_due_at", "status", "due_at"),)
+    __table_args__ = (
+        Index("ix_deliveries_status_due_at", "status", "due_at"),
+        # Today's pushes to a conversation, for a chat platform's daily cap (migration 10).
+        Index("ix_deliveries_conversation_status_sent", "conversation_id", "status", "sent_at"),
+    )
 
     id: Mapped[str] = mapped_column(primary_key=True)
     bot_id: Mapped[str]
@@ -260,6 +268,7 @@ class RuleRow(Base):
         # The scheduler's one question: which rule is due next.
         Index("ix_rules_next_run_at", "next_run_at"),
         Index("ix_rules_bot_id", "bot_id"),
+        Index("ix_rules_conversation_id", "conversation_id"),  # migration 10
     )
 
     id: Mapped[str] = mapped_column(primary_key=True)  # ru_<12 hex>
@@ -333,6 +342,7 @@ class InboundRow(Base):
     __table_args__ = (
         Index("ux_inbound_channel_key", "channel_id", "key", unique=True),
         Index("ix_inbound_channel_handled", "channel_id", "handled_at"),
+        Index("ix_inbound_message_id", "message_id"),  # what was set aside, for needs-you (migration 10)
     )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
@@ -353,6 +363,8 @@ class ChannelPeerRow(Base):
     to reply in opens from there), and the conversation it chats in."""
 
     __tablename__ = "channel_peers"
+    # Which peer a conversation chats with, asked for every send (migration 10).
+    __table_args__ = (Index("ix_channel_peers_conversation_id", "conversation_id"),)
 
     channel_id: Mapped[str] = mapped_column(ForeignKey("channels.id"), primary_key=True)
     peer: Mapped[str] = mapped_column(primary_key=True)

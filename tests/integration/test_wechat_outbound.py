@@ -269,6 +269,32 @@ async def test_one_nudge_two_hours_before_the_window_closes_only_while_something
     await host.stop()
 
 
+async def test_a_send_whose_answer_cannot_be_read_is_unsure_and_never_sent_again_by_itself(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
+) -> None:
+    model_server.default_text = "pong"
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore())
+    async with running_api(host) as client:
+        await connect_wechat(client, host)
+        ilink.fail_next["sendmessage"] = ["not-json"]  # HTTP 200 with a page we cannot read: it may have gone
+
+        async def unsure_in_needs_you() -> bool:
+            items = (await client.get("/api/attention")).json()["items"]
+            return [i["kind"] for i in items] == ["unsure_delivery"]
+
+        ilink.user_says("ping")
+        await wait_until(host.bus, unsure_in_needs_you, timeout=10, what="the send is unsure")
+        await host.outbox.flush()
+        await host.outbox.settled()
+        assert ilink.sent == []  # the fake refused it; the host never tried again by itself
+        [item] = (await client.get("/api/attention")).json()["items"]
+        r = await client.post(f"/api/attention/{item['id']}/dismiss", json={})  # 知道了: it arrived
+        assert r.status_code == 200, r.text
+        assert (await client.get("/api/attention")).json()["items"] == []
+        assert ilink.sent == []
+    await host.stop()
+
+
 async def test_a_send_the_platform_fails_is_tried_again_and_reaches_the_peer_once(
     tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
 ) -> None:
@@ -279,7 +305,7 @@ async def test_a_send_the_platform_fails_is_tried_again_and_reaches_the_peer_onc
     host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore(), clock=clock)
     async with running_api(host) as client:
         await connect_wechat(client, host)
-        ilink.fail_next["sendmessage"] = [500, "not-json", "ret"]  # then it takes it
+        ilink.fail_next["sendmessage"] = [500, 502, "ret"]  # each plainly refused; then it takes it
         ilink.user_says("ping")
         for delay in (5.0, 10.0, 20.0):  # after each failure, the outbox tries again later
             await yield_until(partial(clock.sleeping_for, delay), f"a retry in {delay} s", rounds=500_000)

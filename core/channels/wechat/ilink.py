@@ -33,6 +33,7 @@ REQUEST_TIMEOUT_S = 15.0
 SESSION_EXPIRED = -14
 SEND_REFUSED = -2
 GATEWAY_ERRORS = frozenset({502, 503, 504})
+GATEWAY_TIMEOUT = 504  # the platform behind the gateway may have done it
 
 QrStatus = Literal[
     "wait",
@@ -50,10 +51,20 @@ _QR_STATUSES: frozenset[str] = frozenset(QrStatus.__args__)  # type: ignore[attr
 class ILinkError(Exception):
     """The platform answered with an error, an answer we cannot read, or not at all."""
 
-    def __init__(self, message: str, *, ret: int | None = None, http_status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        ret: int | None = None,
+        http_status: int | None = None,
+        outcome_unknown: bool = False,
+    ) -> None:
         super().__init__(message)
         self.ret = ret
         self.http_status = http_status
+        # The request may have reached the platform and been carried out (no answer, or one we cannot
+        # read): a send must not be tried again blindly.
+        self.outcome_unknown = outcome_unknown
 
 
 class SessionExpired(ILinkError):
@@ -227,18 +238,24 @@ class ILinkClient:
             response = await self._http.request(
                 method, url, params=params, json=payload, headers=self._headers(signed), timeout=timeout
             )
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            raise ILinkError(f"{path}: {type(exc).__name__}: {exc}") from exc  # it never left
         except httpx.TimeoutException as exc:
-            raise _TimedOut(f"{path}: timed out") from exc
+            raise _TimedOut(f"{path}: timed out", outcome_unknown=True) from exc
         except httpx.HTTPError as exc:
-            raise ILinkError(f"{path}: {type(exc).__name__}: {exc}") from exc
+            raise ILinkError(f"{path}: {type(exc).__name__}: {exc}", outcome_unknown=True) from exc
         if response.status_code != 200:
-            raise ILinkError(f"{path}: HTTP {response.status_code}", http_status=response.status_code)
+            raise ILinkError(
+                f"{path}: HTTP {response.status_code}",
+                http_status=response.status_code,
+                outcome_unknown=response.status_code == GATEWAY_TIMEOUT,
+            )
         try:
             answer = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ILinkError(f"{path}: the answer is not JSON") from None
+            raise ILinkError(f"{path}: the answer is not JSON", outcome_unknown=True) from None
         if not isinstance(answer, Mapping):
-            raise ILinkError(f"{path}: the answer is not a JSON object")
+            raise ILinkError(f"{path}: the answer is not a JSON object", outcome_unknown=True)
         _check_ret(path, answer)
         return answer
 
