@@ -76,6 +76,7 @@ Delivered = Callable[[DeliveryRecord], Awaitable[None]]
 # Held until the person wrote again, then sent before the reply to what they wrote
 # (docs/channels.md#held-until-the-person-writes).
 RELEASED_REASONS = ("window_closed", "quota")
+FAILURE_MARK = "\u26a0\ufe0f"  # ⚠️ before a failure where the platform shows markers
 CLOSE_WAIT_S = 5.0  # how long a stop waits for sends already with a platform
 NOT_COUNTED: frozenset[str] = ASKED_FOR | {"nudge"}
 """Sends that never count toward the daily cap."""
@@ -686,6 +687,8 @@ def platform_text(
         text = "\n".join(lines)
     elif sole is not None and asked is not None and sole.purpose == "approval" and asked.code:
         text = f"{sole.text} {translations.text(lang, 'channel_push.approval', code=asked.code)}"
+    elif sole is not None and sole.purpose == "failure" and not caps.strips_markers:
+        text = text if text.startswith(FAILURE_MARK) else f"{FAILURE_MARK}{text}"
     elif sole is not None and sole.purpose == "result" and caps.supports_quote:
         text = f"{text}\n{translations.text(lang, 'channel_push.quote_result')}"
     if any(d.held_reason in RELEASED_REASONS for d in deliveries):

@@ -16,8 +16,10 @@ from sqlalchemy.orm import Session
 from core.channels.wechat.frames import MediaRef
 from core.clock import FakeClock
 from core.delivery.outbox import local_zone
+from core.delivery.policy import COALESCE_WINDOW_S
 from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
+from core.store.deliveries import DeliveryPurpose
 from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.fake_ilink_cdn import FakeILinkCdn
 from tests.fakes.model_server import ScriptedModelServer
@@ -315,4 +317,37 @@ async def test_a_send_the_platform_fails_is_tried_again_and_reaches_the_peer_onc
         [reply] = [m for m in await wechat_messages(client) if m["role"] == "assistant"]
         assert reply["onPlatform"]
         assert (await client.get("/api/attention")).json()["items"] == []
+    await host.stop()
+
+
+async def test_three_pushes_a_day_reach_wechat_then_the_rest_waits_for_tomorrow_and_a_failure_says_so(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
+) -> None:
+    clock = FakeClock(start=local(20, 9, 0))
+    ilink._now = clock.time
+    ilink.qr_script = ["confirmed"]
+    model_server.default_text = "好"
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore(), clock=clock)
+    async with running_api(host) as client:
+        bot, _ = await connect_wechat(client, host)
+        ilink.user_says("你好")
+        await wait_until(host.bus, lambda: _sent_count(ilink, 1), timeout=10, what="the reply")
+        [conversation] = await wechat_conversations(client)
+        purposes: list[DeliveryPurpose] = ["result", "failure", "rule", "result"]
+        for n, purpose in enumerate(purposes):
+            await host.outbox.push(
+                delivery_id=f"t_{n}:{purpose}",
+                bot_id=bot,
+                conversation_id=conversation["id"],
+                purpose=purpose,
+                text=f"「任务{n}」没做完:网页打不开" if purpose == "failure" else f"第 {n} 条",
+            )
+            clock.advance(COALESCE_WINDOW_S + 1)  # each gathers alone, then goes
+            await host.outbox.flush()
+            await host.outbox.settled()
+        texts = [s.message.text for s in ilink.sent[1:]]
+        assert len(texts) == 3, texts  # WeChat's daily cap
+        assert texts[1].startswith("\u26a0\ufe0f「任务1」没做完")
+        held = await host.db.read(lambda s: delivery_rows.get_delivery(s, "t_3:result"))
+        assert held is not None and (held.status, held.held_reason) == ("held", "daily_cap")
     await host.stop()
