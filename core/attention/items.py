@@ -426,15 +426,21 @@ def unsure_delivery_item(
     *,
     lang: str = "zh",
 ) -> AttentionItem:
-    """A message Errand was sending on a chat platform when it stopped: it may or may not have arrived, so
-    it is never sent again by itself. 'retry' sends it again; 'dismiss' says it arrived."""
+    """A message a chat platform never confirmed (Errand stopped mid-send, or the answer was lost): it may
+    or may not have arrived, so it is never sent again by itself. 'retry' sends it again; 'dismiss' says it
+    arrived."""
     preview = " ".join(text_sent.split())
     return _item(
         "unsure_delivery",
         delivery_id,
         bot_id=bot_id,
         subject=_text(lang, "unsure_delivery", channel=channel),
-        line=_text(lang, "unsure_delivery_line", text=preview[:80] + ("…" if len(preview) > 80 else "")),
+        line=_text(
+            lang,
+            "unsure_delivery_line",
+            channel=channel,
+            text=preview[:80] + ("…" if len(preview) > 80 else ""),
+        ),
         since=since,
         task_id=task_id,
         conversation_id=conversation_id,
