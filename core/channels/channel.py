@@ -54,6 +54,11 @@ FEISHU = ChannelCapabilities(
 )
 
 
+CHANNEL_GONE = "channel_gone"
+"""SendHeld's reason when the conversation's channel was removed: the outbox keeps the message on the
+desktop instead of waiting for a channel that will not come back."""
+
+
 class SendHeld(Exception):
     """The channel cannot take this message now; `reason` is the delivery's held reason (`window_closed`,
     `quota`, `channel_down`). The outbox keeps the message until the reason is gone."""

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from core.bots.secret_store import SecretStore
 from core.bus import EventBus
 from core.changes import ChannelChanged
-from core.channels.channel import SendHeld, SendOutcomeUnknown
+from core.channels.channel import CHANNEL_GONE, SendHeld, SendOutcomeUnknown
 from core.channels.wechat.ilink import ILinkClient, ILinkError, SessionExpired, configured_urls
 from core.channels.wechat.login import token_secret_name
 from core.channels.wechat.sender import WeChatSender
@@ -69,7 +69,7 @@ class ChannelSends:
 
         peer, channel = await self._db.read(find)
         if peer is None or channel is None:
-            raise SendHeld("channel_down", "this conversation's channel was removed")
+            raise SendHeld(CHANNEL_GONE, "this conversation's channel was removed")
         if not channel.sendable:
             raise SendHeld("channel_down", f"the channel is {channel.status}")
         token = await self._secrets.get(token_secret_name(channel.id))

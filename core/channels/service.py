@@ -28,7 +28,6 @@ from core.errors import InvalidInputError, NotFoundError
 from core.ids import new_id
 from core.store import bots as bot_rows
 from core.store import channels as channel_rows
-from core.store import deliveries as delivery_rows
 from core.store.channels import ChannelRecord, InboundRecord
 from core.store.database import Database
 
@@ -234,13 +233,9 @@ class ChannelService:
         await self._channel(bot_id, channel_id)
         await self._disconnect(channel_id)
 
-        def forget(s: Session) -> None:
-            # What waited to go out there can no longer: dropped, so needs-you does not wait for it.
-            conversations = channel_rows.conversations_of_channel(s, channel_id)
-            delivery_rows.drop_undelivered(s, conversations, reason="channel_removed")
-            channel_rows.delete_channel(s, channel_id)
-
-        await self._db.write(forget)
+        # What waited to go out there stays in its conversation on the desktop (the outbox, on the
+        # ChannelChanged below, finds no channel for it any more).
+        await self._db.write(lambda s: channel_rows.delete_channel(s, channel_id))
         await self._secrets.delete(token_secret_name(channel_id))
         self._bus.publish(ChannelChanged(channel_id))
         self._bus.publish(AttentionChanged())

@@ -25,7 +25,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
@@ -34,6 +34,7 @@ from core import translations
 from core.bus import EventBus
 from core.changes import AttentionChanged, ConversationsChanged, MessagesChanged
 from core.channels.channel import (
+    CHANNEL_GONE,
     DESKTOP,
     ChannelCapabilities,
     ChannelSending,
@@ -46,6 +47,7 @@ from core.channels.wechat.sender import reply_window
 from core.clock import Clock
 from core.delivery.policy import (
     COALESCE_WINDOW_S,
+    QUESTION_PURPOSES,
     ConversationFacts,
     Decision,
     Pending,
@@ -117,7 +119,12 @@ def conversation_facts(
     bots: dict[str, BotRecord | None] = {}
     for cid in conversation_ids:
         last = msg_rows.last_user_message(s, cid)
-        asked = any(d.id.split(":", 1)[0] in open_ids for d in delivery_rows.sent_questions(s, cid))
+        out = delivery_rows.out_to(s, cid)  # with a platform now: pushed, as far as the budget goes
+        questions = [
+            *delivery_rows.sent_questions(s, cid),
+            *(d for d in out if d.purpose in QUESTION_PURPOSES),
+        ]
+        asked = any(d.id.split(":", 1)[0] in open_ids for d in questions)
         conversation = conv_rows.get_conversation(s, cid)
         bot = None
         if conversation is not None:
@@ -133,18 +140,25 @@ def conversation_facts(
             open_pushed_question=asked,
             quiet=_quiet_hours_of(bot),
             paused=bot.paused if bot else False,
-            **_platform_facts(s, cid, caps, tz, now),
+            **_platform_facts(s, cid, caps, tz, now, out),
         )
     return facts
 
 
 def _platform_facts(
-    s: Session, conversation_id: str, caps: ChannelCapabilities, tz: str, now: float
+    s: Session,
+    conversation_id: str,
+    caps: ChannelCapabilities,
+    tz: str,
+    now: float,
+    out: list[DeliveryRecord],
 ) -> dict[str, Any]:
     if caps.name not in SENT_BY_PLATFORM:
         return {}
     peer = channel_rows.peer_of_conversation(s, conversation_id)
-    channel = channel_rows.get_channel(s, peer.channel_id) if peer is not None else None
+    if peer is None:
+        return {}  # its channel was removed: what is owed stays in the conversation, on the desktop
+    channel = channel_rows.get_channel(s, peer.channel_id)
     window = reply_window(peer, now)
     pushed = {
         d.message_id
@@ -156,7 +170,8 @@ def _platform_facts(
         "quota_left": window.sends_left,
         "reserved": reserved_sends(s, conversation_id),
         "channel_ready": channel is not None and channel.sendable,
-        "sent_today_unsolicited": len(pushed),
+        # A digest with a platform now counts once per delivery in it: over-counting only holds back.
+        "sent_today_unsolicited": len(pushed) + sum(1 for d in out if d.purpose not in NOT_COUNTED),
     }
 
 
@@ -198,6 +213,7 @@ class Outbox:
         # a run's end or another conversation), one conversation at a time in the order they were claimed.
         self._platform_order: dict[str, asyncio.Lock] = {}
         self._carrying: set[asyncio.Task[None]] = set()
+        self._carrying_flushes: set[asyncio.Task[int]] = set()
 
     def on_delivered(self, listener: Delivered) -> None:
         """Called after a delivery reached its conversation (e.g. to tell the chat session about it)."""
@@ -264,6 +280,9 @@ class Outbox:
                 await self.flush()
 
     async def close(self) -> None:
+        for flushing in list(self._carrying_flushes):
+            flushing.cancel()
+        await asyncio.gather(*self._carrying_flushes, return_exceptions=True)
         if self._carrying:
             # Sends already with a platform finish (or fail) first; one cut off here is `unsure` next start.
             _, cut_off = await asyncio.wait(self._carrying, timeout=CLOSE_WAIT_S)
@@ -366,8 +385,9 @@ class Outbox:
             try:
                 return await self._decide_due(now)
             finally:
-                # Whatever failed above, the one timer for held and retried deliveries keeps running.
-                await self._schedule_next(self._clock.time())
+                # Whatever failed above, the one timer for held and retried deliveries keeps running. From
+                # the `now` the due ones were read at: a later one would skip what became due meanwhile.
+                await self._schedule_next(now)
 
     async def _decide_due(self, now: float) -> int:
         due = await self._db.read(lambda s: delivery_rows.due_deliveries(s, now=now))
@@ -496,6 +516,8 @@ class Outbox:
             again = retry_at(d.attempts + 1, now)
 
             def failed(s: Session, d: DeliveryRecord = d, again: float | None = again) -> None:
+                if delivery_rows.get_delivery(s, d.id) is None:
+                    return  # deleted meanwhile (its task was deleted): nothing owed any more
                 delivery_rows.mark_failed_attempt(s, d.id, error=error)
                 if again is not None:
                     # What waited for the person still goes first, as 「你不在时:…」, when it is retried.
@@ -576,74 +598,101 @@ class Outbox:
         self, live: list[DeliveryRecord], text: str, channels: ChannelSending, order: asyncio.Lock
     ) -> None:
         """The platform call and what it answered, for deliveries claimed as `sending`."""
+        handed = False
         try:
             async with order:
-                if not await self._carry_once(live, text, channels):
-                    async with self._lock:  # a retry may be due later: the one timer looks again
-                        await self._schedule_next(self._clock.time())
+                handed = True
+                if await self._carry_once(live, text, channels) == "retry":
+                    self._spawn_flush()  # its retry is due later: a flush arms the one timer for it
+        except asyncio.CancelledError:
+            if not handed:  # stopped while waiting its turn: it never left, so it is simply owed again
+                await asyncio.shield(self._db.write(lambda s: self._unclaim(s, live)))
+            raise
         except Exception:
             log.exception("delivery %s: sending on its platform failed unexpectedly", live[0].id)
 
-    async def _carry_once(self, live: list[DeliveryRecord], text: str, channels: ChannelSending) -> bool:
-        """Whether the platform took it."""
+    @staticmethod
+    def _unclaim(s: Session, live: list[DeliveryRecord]) -> None:
+        for d in live:
+            if (found := delivery_rows.get_delivery(s, d.id)) is not None and found.status == "sending":
+                delivery_rows.reschedule(
+                    s, d.id, status="pending", due_at=d.due_at, held_reason=d.held_reason
+                )
+
+    def _spawn_flush(self) -> None:
+        flushing = asyncio.get_running_loop().create_task(self.flush())
+        self._carrying_flushes.add(flushing)
+        flushing.add_done_callback(self._carrying_flushes.discard)
+
+    async def _carry_once(
+        self, live: list[DeliveryRecord], text: str, channels: ChannelSending
+    ) -> Literal["sent", "held", "unsure", "retry"]:
+        """What became of it."""
         first = live[0]
         conversation_id = first.conversation_id
         try:
             ref = await channels.send(conversation_id, text)
         except SendHeld as held:
+            if held.reason == CHANNEL_GONE:  # removed: the person reads it on the desktop instead
+                log.info("delivery %s: its channel is gone; kept in the conversation", first.id)
+                await self._db.write(lambda s: self._confirm(s, live, text, ref=""))
+                await self._announce_sent(live, ring=True)
+                return "sent"
             log.info("delivery %s held by its channel: %s", first.id, held)
             now, reason = self._clock.time(), held.reason
 
             def hold(s: Session) -> None:
-                for d in live:
+                for d in _still_there(s, live):
                     delivery_rows.reschedule(s, d.id, status="held", due_at=now, held_reason=reason)
 
             await self._db.write(hold)
             self._bus.publish(AttentionChanged())  # a needs-you row: 没送达
-            return False
+            return "held"
         except SendOutcomeUnknown as exc:
             log.warning("delivery %s: the platform may or may not have it: %s", first.id, exc)
             why = str(exc)
 
             def unsure(s: Session) -> None:
-                for d in live:
+                for d in _still_there(s, live):
                     delivery_rows.mark_failed_attempt(s, d.id, error=why)
                     delivery_rows.set_delivery_status(s, d.id, "unsure", held_reason=d.held_reason)
 
             await self._db.write(unsure)
             self._bus.publish(AttentionChanged())  # needs-you asks: 重试 or 知道了
-            return True  # nothing to retry by itself
+            return "unsure"
         except Exception as exc:
             log.exception("delivery %s failed on its channel", first.id)
             await self._failed(live, str(exc), self._clock.time())
-            return False
-        now = self._clock.time()
-        sole = live[0] if len(live) == 1 else None
-
-        def confirm(s: Session) -> None:
-            if sole is not None and sole.message_id:  # a chat reply: its message is stored already
-                message_id = sole.message_id
-            else:
-                message_id = msg_rows.insert_message(
-                    s,
-                    conversation_id=conversation_id,
-                    role="error" if sole is not None and sole.purpose == "failure" else "assistant",
-                    text=text,
-                    state="done",
-                    now=now,
-                    task_id=sole.task_id if sole is not None else "",
-                ).id
-            msg_rows.set_channel_ref(s, message_id, ref)
-            for d in live:
-                # A delivery deleted meanwhile (its task was deleted) went out all the same.
-                if delivery_rows.get_delivery(s, d.id) is not None:
-                    delivery_rows.mark_sent(s, d.id, now=now, message_id=message_id)
-            conv_rows.touch_conversation(s, conversation_id, now)
-
-        await self._db.write(confirm)
+            return "retry"
+        await self._db.write(lambda s: self._confirm(s, live, text, ref=ref))
         # The platform rang the person's phone; no OS notification on top.
         await self._announce_sent(live, ring=False)
-        return True
+        return "sent"
+
+    def _confirm(self, s: Session, live: list[DeliveryRecord], text: str, *, ref: str) -> None:
+        """Sent: the message in its conversation (a chat reply's is there already), with the platform's
+        id of it, and the deliveries marked. One deleted meanwhile (its task was deleted) went all the
+        same."""
+        now = self._clock.time()
+        conversation_id = live[0].conversation_id
+        sole = live[0] if len(live) == 1 else None
+        if sole is not None and sole.message_id:
+            message_id = sole.message_id
+        else:
+            message_id = msg_rows.insert_message(
+                s,
+                conversation_id=conversation_id,
+                role="error" if sole is not None and sole.purpose == "failure" else "assistant",
+                text=text,
+                state="done",
+                now=now,
+                task_id=sole.task_id if sole is not None else "",
+            ).id
+        if ref:
+            msg_rows.set_channel_ref(s, message_id, ref)
+        for d in _still_there(s, live):
+            delivery_rows.mark_sent(s, d.id, now=now, message_id=message_id)
+        conv_rows.touch_conversation(s, conversation_id, now)
 
     async def settled(self) -> None:
         """Until every send now with a chat platform has its answer (tests, benchmarks)."""
@@ -694,3 +743,8 @@ def platform_text(
     if any(d.held_reason in RELEASED_REASONS for d in deliveries):
         text = translations.text(lang, "channel_push.away") + text
     return text
+
+
+def _still_there(s: Session, deliveries: list[DeliveryRecord]) -> list[DeliveryRecord]:
+    """Those not deleted meanwhile (a task deleted while its message was with the platform)."""
+    return [d for d in deliveries if delivery_rows.get_delivery(s, d.id) is not None]

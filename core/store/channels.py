@@ -171,13 +171,6 @@ def set_account(s: Session, channel_id: str, *, account: str, owner: str, base_u
     row.cursor = ""  # a new login reads the new account's stream from its start
 
 
-def conversations_of_channel(s: Session, channel_id: str) -> list[str]:
-    stmt = select(ChannelPeerRow.conversation_id).where(
-        ChannelPeerRow.channel_id == channel_id, ChannelPeerRow.conversation_id != ""
-    )
-    return list(s.scalars(stmt))
-
-
 def delete_channel(s: Session, channel_id: str) -> None:
     """The channel with its stored messages and peers."""
     s.execute(delete(InboundRow).where(InboundRow.channel_id == channel_id))

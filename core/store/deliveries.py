@@ -168,6 +168,15 @@ def sent_questions(s: Session, conversation_id: str) -> list[DeliveryRecord]:
     return [_record(row) for row in s.scalars(stmt)]
 
 
+def out_to(s: Session, conversation_id: str) -> list[DeliveryRecord]:
+    """Deliveries of this conversation with a platform now, or that may have reached it (`sending`,
+    `unsure`): they count as pushed while they are out."""
+    stmt = select(DeliveryRow).where(
+        DeliveryRow.conversation_id == conversation_id, DeliveryRow.status.in_(("sending", "unsure"))
+    )
+    return [_record(row) for row in s.scalars(stmt)]
+
+
 def stuck_deliveries(s: Session) -> list[DeliveryRecord]:
     """Held because only the person can open the way (window closed, no quota, the channel down)."""
     stmt = select(DeliveryRow).where(
@@ -229,19 +238,6 @@ def mark_failed_attempt(s: Session, id: str, *, error: str) -> DeliveryRecord:
     row.last_error = error
     s.flush()
     return _record(row)
-
-
-def drop_undelivered(s: Session, conversation_ids: Collection[str], *, reason: str) -> int:
-    """Drop what waits to go to these conversations (their channel was removed); how many."""
-    dropped = 0
-    for chunk in chunked(list(conversation_ids)):
-        stmt = select(DeliveryRow).where(
-            DeliveryRow.conversation_id.in_(chunk), DeliveryRow.status.in_(("pending", "held", "unsure"))
-        )
-        for row in s.scalars(stmt):
-            row.status, row.held_reason = "dropped", reason
-            dropped += 1
-    return dropped
 
 
 def set_attempts(s: Session, id: str, attempts: int) -> None:

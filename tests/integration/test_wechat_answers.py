@@ -211,5 +211,8 @@ async def test_a_bare_number_still_answers_when_something_that_waited_goes_out_f
         ilink.user_says("2")
         assert (await sent_with(host, ilink, "你不在时")).startswith("你不在时:「天气」:明天有雨")
         assert await sent_with(host, ilink, "收到,") == f"收到,「{TITLE}」继续。"
+        texts = [s.message.text for s in ilink.sent]
+        away = next(n for n, said in enumerate(texts) if said.startswith("你不在时"))
+        assert away < texts.index(f"收到,「{TITLE}」继续。")  # what waited went first
         assert len(script.requests["chat"]) == 2  # the "2" answered the question, not the chat agent
     await host.stop()

@@ -88,6 +88,7 @@ async def test_a_result_held_by_the_closed_window_goes_first_when_the_person_wri
             purpose="result",
             text="「调研 Y」完成:报告写好了",
         )
+        await host.outbox.settled()  # any send under way has its answer
         assert len(ilink.sent) == 1  # quiet hours: it waits
 
         clock.advance(local(21, 8, 5) - clock.time())  # morning: quiet hours are over, the window is not open
@@ -98,6 +99,7 @@ async def test_a_result_held_by_the_closed_window_goes_first_when_the_person_wri
             return [i["subject"] for i in items] == ["1 条结果等你在微信里发条消息才能送达"]
 
         await wait_until(host.bus, waiting_in_needs_you, timeout=5, what="the held result in needs-you")
+        await host.outbox.settled()  # any send under way has its answer
         assert len(ilink.sent) == 1
 
         ilink.user_says("早")
@@ -153,6 +155,7 @@ async def test_a_send_cut_off_by_a_crash_is_unsure_and_goes_again_only_when_the_
         )
         assert "报告写好了" in item["line"]
         await again.outbox.flush()
+        await again.outbox.settled()  # any send under way has its answer
         assert len(ilink.sent) == 1  # never sent again by itself
 
         r = await client.post(f"/api/attention/{item['id']}/retry", json={})
@@ -259,6 +262,7 @@ async def test_one_nudge_two_hours_before_the_window_closes_only_while_something
         assert nudge.startswith("接下来还有 1 件事要发给你(") and "「喝水」" in nudge
         assert nudge.endswith("回个「ok」我就能继续按时发给你。")
         await host.outbox.flush()
+        await host.outbox.settled()  # any send under way has its answer
         assert len(ilink.sent) == 2  # once per window
 
         ilink.user_says("ok")  # a new window; its nudge is due 21 h from now
@@ -267,6 +271,7 @@ async def test_one_nudge_two_hours_before_the_window_closes_only_while_something
         assert r.status_code == 200, r.text
         clock.advance(21 * 3600.0 + 60)
         await host.outbox.flush()
+        await host.outbox.settled()  # any send under way has its answer
         assert len(ilink.sent) == 3  # nothing is coming any more: no nudge
     await host.stop()
 
@@ -350,4 +355,36 @@ async def test_three_pushes_a_day_reach_wechat_then_the_rest_waits_for_tomorrow_
         assert texts[1].startswith("\u26a0\ufe0f「任务1」没做完")
         held = await host.db.read(lambda s: delivery_rows.get_delivery(s, "t_3:result"))
         assert held is not None and (held.status, held.held_reason) == ("held", "daily_cap")
+    await host.stop()
+
+
+async def test_after_its_channel_is_removed_a_conversations_results_stay_on_the_desktop(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
+) -> None:
+    model_server.default_text = "hi"
+    host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore())
+    async with running_api(host) as client:
+        bot, channel_id = await connect_wechat(client, host)
+        r = await client.put(f"/api/bots/{bot}", json={"quietHours": {"start": "00:00", "end": "00:00"}})
+        assert r.status_code == 200, r.text
+        ilink.user_says("hello")
+        await wait_until(host.bus, lambda: _sent_count(ilink, 1), timeout=10, what="the reply")
+        [conversation] = await wechat_conversations(client)
+        assert (await client.delete(f"/api/bots/{bot}/channels/{channel_id}")).status_code == 204
+
+        await host.outbox.push(
+            delivery_id="t_late:result",
+            bot_id=bot,
+            conversation_id=conversation["id"],
+            purpose="result",
+            text="报告写好了",
+        )
+        await host.outbox.settled()
+
+        async def on_the_desktop() -> bool:
+            return any("报告写好了" in m["text"] for m in await wechat_messages(client))
+
+        await wait_until(host.bus, on_the_desktop, timeout=10, what="the result in the conversation")
+        assert len(ilink.sent) == 1  # nothing more went to WeChat
+        assert (await client.get("/api/attention")).json()["items"] == []  # and nothing waits for it
     await host.stop()
