@@ -78,6 +78,7 @@ Delivered = Callable[[DeliveryRecord], Awaitable[None]]
 # Held until the person wrote again, then sent before the reply to what they wrote
 # (docs/channels.md#held-until-the-person-writes).
 RELEASED_REASONS = ("window_closed", "quota")
+RELEASED = "released"  # the held reason a delivery keeps once it went out because the person wrote
 FAILURE_MARK = "\u26a0\ufe0f"  # ⚠️ before a failure where the platform shows markers
 CLOSE_WAIT_S = 5.0  # how long a stop waits for sends already with a platform
 NOT_COUNTED: frozenset[str] = ASKED_FOR | {"nudge"}
@@ -163,7 +164,7 @@ def _platform_facts(
     pushed = {
         d.message_id
         for d in delivery_rows.sent_since(s, conversation_id, local_midnight(now, tz))
-        if d.purpose not in NOT_COUNTED
+        if d.purpose not in NOT_COUNTED and d.held_reason != RELEASED
     }
     return {
         "window_open": window.open,
@@ -692,6 +693,8 @@ class Outbox:
             msg_rows.set_channel_ref(s, message_id, ref)
         for d in _still_there(s, live):
             delivery_rows.mark_sent(s, d.id, now=now, message_id=message_id)
+            if d.held_reason in RELEASED_REASONS:  # went when the person wrote: not one of the day's pushes
+                delivery_rows.set_delivery_status(s, d.id, "sent", held_reason=RELEASED)
         conv_rows.touch_conversation(s, conversation_id, now)
 
     async def settled(self) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from core.channels.wechat.frames import MediaRef
 from core.clock import FakeClock
-from core.delivery.outbox import local_zone
+from core.delivery.outbox import conversation_facts, local_zone
 from core.delivery.policy import COALESCE_WINDOW_S
 from core.store import deliveries as delivery_rows
 from core.store import messages as msg_rows
@@ -111,6 +111,10 @@ async def test_a_result_held_by_the_closed_window_goes_first_when_the_person_wri
         assert away.endswith("引用这条消息可以继续问。")
         assert reply == "Morning."
         assert (await client.get("/api/attention")).json()["items"] == []
+        facts = await host.db.read(
+            lambda s: conversation_facts(s, {conversation["id"]}, local_zone(), now=clock.time())
+        )
+        assert facts[conversation["id"]].sent_today_unsolicited == 0  # what waited is not one of today's 3
     await host.stop()
 
 
