@@ -14,7 +14,6 @@ when they differ; the words and dots live here so both places say the same thing
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -23,10 +22,9 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QWidget
 from core.channels.facade import ChannelFacade
 from core.channels.service import ChannelView
 from ui import theme
-from ui.answer_bar import reason
+from ui.bot_scoped_list import BotScopedList
 from ui.elided_text import ElidedText
 from ui.i18n import t
-from ui.reloader import Reloader
 from ui.status_dot import StatusDot
 from ui.theme import DotState
 from ui.wrapped_label import WrappedLabel
@@ -152,56 +150,8 @@ class PanelChannelRow(QWidget):
             self.loginRequested.emit(self.view.id, again)
 
 
-class BotChannels(QObject):
-    """One bot's channels, read while a view shows them. `changed` when what it would show differs;
-    `failed(text)` when a read failed, in words for the view's notice."""
-
-    changed = Signal()
-    failed = Signal(str)
+class BotChannels(BotScopedList[ChannelView]):
+    """One bot's channels, read while a view shows them."""
 
     def __init__(self, channels: ChannelFacade, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._channels = channels
-        self._bot_id: str | None = None
-        self.views: list[ChannelView] = []
-        self._reader: Reloader[tuple[str, list[ChannelView]]] = Reloader(self._load, self._apply, self._fail)
-
-    @property
-    def bot_id(self) -> str | None:
-        return self._bot_id
-
-    def set_bot(self, bot_id: str | None) -> None:
-        if bot_id != self._bot_id:
-            self._bot_id = bot_id
-            self._reader.reset()
-            if self.views:
-                self.views = []
-                self.changed.emit()
-
-    def request(self) -> asyncio.Future[None] | None:
-        """Read again; the future resolves once the result was applied (None without a bot)."""
-        if self._bot_id is None:
-            return None
-        return self._reader.request()
-
-    def reset(self) -> None:
-        self._reader.reset()
-
-    def view(self, channel_id: str) -> ChannelView | None:
-        return next((v for v in self.views if v.id == channel_id), None)
-
-    async def _load(self) -> tuple[str, list[ChannelView]]:
-        bot_id = self._bot_id
-        if bot_id is None:
-            return "", []
-        return bot_id, await self._channels.of_bot(bot_id)
-
-    def _apply(self, result: tuple[str, list[ChannelView]]) -> None:
-        bot_id, views = result
-        if bot_id != self._bot_id or views == self.views:
-            return
-        self.views = views
-        self.changed.emit()
-
-    def _fail(self, exc: Exception) -> None:
-        self.failed.emit(t("channels.load_failed", reason=reason(exc)))
+        super().__init__(channels.of_bot, "channels.load_failed", parent)

@@ -183,10 +183,6 @@ class ChannelSection(Section):
     def _show(self) -> None:
         layout = self.well.layout()
         assert layout is not None
-        for row in self.rows:
-            layout.removeWidget(row)
-            row.hide()
-            row.deleteLater()
         # Rows and their lines go; the tail (连接微信) and the line above it are built again below.
         while layout.count():
             item = layout.takeAt(0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QRect, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
+from PySide6.QtGui import QColor, QImage, QPainter
 
 QUIET_ZONE = 4  # modules of white around the code, as the QR standard asks
 MIN_SIDE_PX = 220
@@ -44,7 +44,3 @@ def qr_image(matrix: list[list[bool]], min_side: int = MIN_SIDE_PX, ratio: float
     painter.end()
     image.setDevicePixelRatio(ratio)
     return image
-
-
-def qr_pixmap(content: str, min_side: int = MIN_SIDE_PX, ratio: float = 1.0) -> QPixmap:
-    return QPixmap.fromImage(qr_image(qr_matrix(content), min_side, ratio))

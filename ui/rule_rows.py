@@ -19,7 +19,6 @@ too, because the rule detail says the same things.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import date, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -30,11 +29,10 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 from core.rules.facade import RuleFacade
 from core.rules.views import RuleView
 from ui import theme
-from ui.answer_bar import reason
+from ui.bot_scoped_list import BotScopedList
 from ui.cost_words import rule_month
 from ui.elided_text import ElidedText
 from ui.i18n import language, t
-from ui.reloader import Reloader
 from ui.status_dot import StatusDot
 from ui.task_chip import PressableRow
 from ui.theme import DotState
@@ -189,53 +187,14 @@ class PanelRuleRow(PressableRow):
         super().changeEvent(event)
 
 
-class PanelRules(QObject):
-    """One bot's rules for the panel, read while it is shown. `changed` when what it would show differs;
-    `failed(text)` when a read failed, in words for the panel's notice."""
-
-    changed = Signal()
-    failed = Signal(str)
+class PanelRules(BotScopedList[RuleView]):
+    """One bot's rules for the panel, read while it is shown."""
 
     def __init__(self, rules: RuleFacade, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._rules = rules
-        self._bot_id: str | None = None
-        self.views: list[RuleView] = []
-        self._reader: Reloader[tuple[str, list[RuleView]]] = Reloader(self._load, self._apply, self._fail)
-
-    def set_bot(self, bot_id: str | None) -> None:
-        if bot_id != self._bot_id:
-            self._bot_id = bot_id
-            self._reader.reset()
-            if self.views:
-                self.views = []
-                self.changed.emit()
-
-    def request(self) -> asyncio.Future[None] | None:
-        """Read again; the future resolves once the result was applied (None without a bot)."""
-        if self._bot_id is None:
-            return None
-        return self._reader.request()
-
-    def reset(self) -> None:
-        self._reader.reset()
+        super().__init__(
+            lambda bot_id: rules.list_rules(bot_id=bot_id, lang=language()), "rules.load_failed", parent
+        )
 
     def rows(self, parent: QWidget, now: float) -> list[PanelRuleRow]:
         # Newest first, as the service lists them: a rule just made is easy to find.
         return [PanelRuleRow(rule, now, parent) for rule in self.views]
-
-    async def _load(self) -> tuple[str, list[RuleView]]:
-        bot_id = self._bot_id
-        if bot_id is None:
-            return "", []
-        return bot_id, await self._rules.list_rules(bot_id=bot_id, lang=language())
-
-    def _apply(self, result: tuple[str, list[RuleView]]) -> None:
-        bot_id, views = result
-        if bot_id != self._bot_id or views == self.views:
-            return
-        self.views = views
-        self.changed.emit()
-
-    def _fail(self, exc: Exception) -> None:
-        self.failed.emit(t("rules.load_failed", reason=reason(exc)))

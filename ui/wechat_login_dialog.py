@@ -84,7 +84,6 @@ class WeChatLoginDialog(QDialog):
         self._reader: Reloader[ChannelView] = Reloader(self._load, self.show_view, self._read_failed)
         self._shown_code = ""
         self._done = False
-        self.view: ChannelView | None = None
         self.step: Step = "fetching"
         self.setWindowTitle(t("wechat.title") if self._adding else t("wechat.title_again"))
         self._close_timer = QTimer(self)
@@ -219,7 +218,6 @@ class WeChatLoginDialog(QDialog):
         """Show where the login is."""
         if self._done:
             return
-        self.view = view
         login = view.login
         if view.status == "connected" or (login is not None and login.status == "confirmed"):
             self._show_connected()

@@ -72,21 +72,7 @@ class ChannelSends:
             raise SendHeld(CHANNEL_GONE, "this conversation's channel was removed")
         if not channel.sendable:
             raise SendHeld("channel_down", f"the channel is {channel.status}")
-        token = await self._secrets.get(token_secret_name(channel.id))
-        if not token:
-            raise SendHeld("channel_down", "the channel's login is not in the keyring")
-        client = await self._client(channel, token)
-        try:
-            return await WeChatSender(self._db, self._clock, client, channel_id=channel.id).send(
-                peer.peer, text
-            )
-        except SessionExpired as exc:
-            await self._expired(channel.id, str(exc))
-            raise SendHeld("channel_down", "the WeChat login expired") from exc
-        except ILinkError as exc:
-            if exc.outcome_unknown:
-                raise SendOutcomeUnknown(str(exc)) from exc
-            raise
+        return await self._send(channel, peer.peer, text)
 
     async def send_to_peer(self, channel_id: str, peer: str, text: str) -> str:
         """One message to a peer with no conversation here (telling a stranger the bot is not theirs),
@@ -94,11 +80,22 @@ class ChannelSends:
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
         if channel is None or not channel.sendable:
             raise SendHeld("channel_down", "the channel is not connected")
+        return await self._send(channel, peer, text)
+
+    async def _send(self, channel: ChannelRecord, peer: str, text: str) -> str:
         token = await self._secrets.get(token_secret_name(channel.id))
         if not token:
             raise SendHeld("channel_down", "the channel's login is not in the keyring")
         client = await self._client(channel, token)
-        return await WeChatSender(self._db, self._clock, client, channel_id=channel.id).send(peer, text)
+        try:
+            return await WeChatSender(self._db, self._clock, client, channel_id=channel.id).send(peer, text)
+        except SessionExpired as exc:
+            await self._expired(channel.id, str(exc))
+            raise SendHeld("channel_down", "the WeChat login expired") from exc
+        except ILinkError as exc:
+            if exc.outcome_unknown:
+                raise SendOutcomeUnknown(str(exc)) from exc
+            raise
 
     async def _client(self, channel: ChannelRecord, token: str) -> ILinkClient:
         if self._closed:  # Errand is stopping: it goes at the next start

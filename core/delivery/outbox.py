@@ -81,10 +81,9 @@ RELEASED_REASONS = ("window_closed", "quota")
 RELEASED = "released"  # the held reason a delivery keeps once it went out because the person wrote
 FAILURE_MARK = "\u26a0\ufe0f"  # ⚠️ before a failure where the platform shows markers
 CLOSE_WAIT_S = 5.0  # how long a stop waits for sends already with a platform
-NOT_COUNTED: frozenset[str] = ASKED_FOR | {"nudge"}
-"""Sends that never count toward the daily cap."""
-NOT_BUDGETED: frozenset[str] = ASKED_FOR | {"nudge"}
-"""Sends outside the attention budget: a chat reply, and the window nudge (which has rules of its own)."""
+OUTSIDE_BUDGET: frozenset[str] = ASKED_FOR | {"nudge"}
+"""Sends outside the attention budget, never counted toward the daily cap: a chat reply, and the window
+nudge (which has rules of its own)."""
 
 
 def local_zone() -> str:
@@ -164,7 +163,7 @@ def _platform_facts(
     pushed = {
         d.message_id
         for d in delivery_rows.sent_since(s, conversation_id, local_midnight(now, tz))
-        if d.purpose not in NOT_COUNTED and d.held_reason != RELEASED
+        if d.purpose not in OUTSIDE_BUDGET and d.held_reason != RELEASED
     }
     return {
         "window_open": window.open,
@@ -172,7 +171,7 @@ def _platform_facts(
         "reserved": reserved_sends(s, conversation_id),
         "channel_ready": channel is not None and channel.sendable,
         # A digest with a platform now counts once per delivery in it: over-counting only holds back.
-        "sent_today_unsolicited": len(pushed) + sum(1 for d in out if d.purpose not in NOT_COUNTED),
+        "sent_today_unsolicited": len(pushed) + sum(1 for d in out if d.purpose not in OUTSIDE_BUDGET),
     }
 
 
@@ -261,17 +260,8 @@ class Outbox:
                 delivery_rows.set_attempts(s, delivery_id, 1)
                 delivery_rows.reschedule(s, delivery_id, status="pending", due_at=now)
                 return True
-            message_id = found.message_id
-            if not message_id:  # it arrived: the conversation shows it as it would have
-                message_id = msg_rows.insert_message(
-                    s,
-                    conversation_id=found.conversation_id,
-                    role="error" if found.purpose == "failure" else "assistant",
-                    text=found.text,
-                    state="done",
-                    now=now,
-                    task_id=found.task_id,
-                ).id
+            # It arrived: the conversation shows it as it would have.
+            message_id = pushed_message(s, [found], found.text, now)
             delivery_rows.mark_sent(s, delivery_id, now=now, message_id=message_id)
             return True
 
@@ -405,7 +395,7 @@ class Outbox:
                     d.due_at,
                     d.created_at,
                     d.attempts,
-                    unsolicited=d.purpose not in NOT_BUDGETED,
+                    unsolicited=d.purpose not in OUTSIDE_BUDGET,
                     released=d.held_reason in RELEASED_REASONS,
                 )
                 for d in due
@@ -487,17 +477,9 @@ class Outbox:
                 for d in live:
                     delivery_rows.set_delivery_status(s, d.id, "dropped", held_reason="conversation_gone")
                 return False
-            message = msg_rows.insert_message(
-                s,
-                conversation_id=first.conversation_id,
-                role="error" if first.purpose == "failure" and len(live) == 1 else "assistant",
-                text=text,
-                state="done",
-                now=now,
-                task_id=first.task_id if len(live) == 1 else "",
-            )
+            message_id = pushed_message(s, live, text, now)
             for d in live:
-                delivery_rows.mark_sent(s, d.id, now=now, message_id=message.id)
+                delivery_rows.mark_sent(s, d.id, now=now, message_id=message_id)
             conv_rows.touch_conversation(s, first.conversation_id, now)
             return True
 
@@ -676,19 +658,7 @@ class Outbox:
         same."""
         now = self._clock.time()
         conversation_id = live[0].conversation_id
-        sole = live[0] if len(live) == 1 else None
-        if sole is not None and sole.message_id:
-            message_id = sole.message_id
-        else:
-            message_id = msg_rows.insert_message(
-                s,
-                conversation_id=conversation_id,
-                role="error" if sole is not None and sole.purpose == "failure" else "assistant",
-                text=text,
-                state="done",
-                now=now,
-                task_id=sole.task_id if sole is not None else "",
-            ).id
+        message_id = pushed_message(s, live, text, now)
         if ref:
             msg_rows.set_channel_ref(s, message_id, ref)
         for d in _still_there(s, live):
@@ -751,3 +721,20 @@ def platform_text(
 def _still_there(s: Session, deliveries: list[DeliveryRecord]) -> list[DeliveryRecord]:
     """Those not deleted meanwhile (a task deleted while its message was with the platform)."""
     return [d for d in deliveries if delivery_rows.get_delivery(s, d.id) is not None]
+
+
+def pushed_message(s: Session, deliveries: list[DeliveryRecord], text: str, now: float) -> int:
+    """The message these deliveries are in their conversation: a chat reply's, stored already, or a new
+    one (an error for a lone failure, carrying a lone delivery's task)."""
+    sole = deliveries[0] if len(deliveries) == 1 else None
+    if sole is not None and sole.message_id:
+        return sole.message_id
+    return msg_rows.insert_message(
+        s,
+        conversation_id=deliveries[0].conversation_id,
+        role="error" if sole is not None and sole.purpose == "failure" else "assistant",
+        text=text,
+        state="done",
+        now=now,
+        task_id=sole.task_id if sole is not None else "",
+    ).id

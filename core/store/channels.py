@@ -276,11 +276,6 @@ def settle_set_aside(s: Session, inbound_id: int, *, again: bool) -> bool:
     return True
 
 
-def get_inbound(s: Session, inbound_id: int) -> InboundRecord | None:
-    row = s.get(InboundRow, inbound_id)
-    return None if row is None else _inbound(row)
-
-
 def peer_of_conversation(s: Session, conversation_id: str) -> PeerRecord | None:
     """The channel peer a conversation chats with; None for a desktop conversation."""
     stmt = select(ChannelPeerRow).where(ChannelPeerRow.conversation_id == conversation_id)
