@@ -71,6 +71,7 @@ class FakeILink:
         self.sent_at: list[float] = []  # when each of `sent` reached the fake, in loop time
         self.refused_sends: list[str] = []  # why each refused send was refused
         self.polls = 0
+        self.signed_calls = 0  # every request that needs the bot's token, refused or not
         self.expire_session = False
         self.fail_next: dict[str, list[int | str]] = {}
         self._peers: dict[str, _Peer] = {}
@@ -176,6 +177,7 @@ class FakeILink:
 
     async def _refusal(self, path: str, request: web.Request) -> web.Response | None:
         """What a signed call gets before its own answer: a scripted fault, no token, an expired session."""
+        self.signed_calls += 1
         fault = await self._fault(path)
         if fault is not None:
             return fault

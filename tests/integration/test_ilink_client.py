@@ -149,6 +149,6 @@ async def test_nothing_signed_goes_out_before_login(ilink: FakeILink) -> None:
     try:
         with pytest.raises(ILinkError, match="not logged in"):
             await client.get_updates("")
-        assert ilink.polls == 0
+        assert ilink.signed_calls == 0  # refused here, before anything went out
     finally:
         await client.close()

@@ -140,6 +140,7 @@ async def test_someone_else_is_told_politely_once_and_answered_once_the_owner_al
         refusal = await sent_with(host, ilink, "only for its owner")
         assert refusal == text("en", "channel_answer.not_served")
         ilink.user_says("hello?", user="friend@im.wechat")
+        await ilink.wait_for_polls(ilink.polls + 2)  # past the poll that brought the second message
         shown = await channel(client, bot, channel_id)
         assert (shown["strangers"], shown["allowed"]) == (["friend@im.wechat"], [])
         assert [s.message.to_user for s in ilink.sent] == ["friend@im.wechat"]  # told once, not twice

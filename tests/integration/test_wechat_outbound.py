@@ -27,6 +27,7 @@ from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import make_host, running_api
 from tests.integration.wechat_fixtures import (
     connect_wechat,
+    on_the_clock,
     wechat_conversations,
     wechat_host,
     wechat_messages,
@@ -70,8 +71,7 @@ async def test_a_result_held_by_the_closed_window_goes_first_when_the_person_wri
     tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
 ) -> None:
     clock = FakeClock(start=local(20, 8, 30))
-    ilink._now = clock.time  # the platform's 24 h window runs on the same fake time
-    ilink.qr_script = ["confirmed"]  # no wait between status polls, which would sleep on the fake clock
+    on_the_clock(ilink, clock)
     model_server.default_text = "Morning."
     host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore(), clock=clock)
     async with running_api(host) as client:
@@ -236,8 +236,7 @@ async def test_one_nudge_two_hours_before_the_window_closes_only_while_something
     tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
 ) -> None:
     clock = FakeClock(start=local(20, 9, 0))
-    ilink._now = clock.time
-    ilink.qr_script = ["confirmed"]
+    on_the_clock(ilink, clock)
     model_server.default_text = "好的。"
     host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore(), clock=clock)
     async with running_api(host) as client:
@@ -298,6 +297,9 @@ async def test_a_send_whose_answer_cannot_be_read_is_unsure_and_never_sent_again
         await host.outbox.flush()
         await host.outbox.settled()
         assert ilink.sent == []  # the fake refused it; the host never tried again by itself
+        # ... nor will it later: no retry is waiting, the delivery waits for the person
+        [waiting] = await host.db.read(lambda s: delivery_rows.in_status(s, "unsure"))
+        assert waiting.purpose == "reply"
         [item] = (await client.get("/api/attention")).json()["items"]
         r = await client.post(f"/api/attention/{item['id']}/dismiss", json={})  # 知道了: it arrived
         assert r.status_code == 200, r.text
@@ -310,8 +312,7 @@ async def test_a_send_the_platform_fails_is_tried_again_and_reaches_the_peer_onc
     tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
 ) -> None:
     clock = FakeClock(start=local(20, 10, 0))
-    ilink._now = clock.time
-    ilink.qr_script = ["confirmed"]
+    on_the_clock(ilink, clock)
     model_server.default_text = "pong"
     host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore(), clock=clock)
     async with running_api(host) as client:
@@ -333,8 +334,7 @@ async def test_three_pushes_a_day_reach_wechat_then_the_rest_waits_for_tomorrow_
     tmp_path: Path, model_server: ScriptedModelServer, home: Path, ilink: FakeILink
 ) -> None:
     clock = FakeClock(start=local(20, 9, 0))
-    ilink._now = clock.time
-    ilink.qr_script = ["confirmed"]
+    on_the_clock(ilink, clock)
     model_server.default_text = "好"
     host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore(), clock=clock)
     async with running_api(host) as client:

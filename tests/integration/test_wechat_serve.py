@@ -97,6 +97,8 @@ async def test_a_task_started_from_wechat_survives_sigkill_and_its_result_arrive
         await read_until_listening(proc)
         await ilink.wait_for_sent(_with(RESULT), timeout=30)
         async with _api(data_dir) as client:
+            # Stopped only once our side recorded it: a second copy would have gone before this.
+            await _recorded_on_platform(client, RESULT)
             [task] = (await client.get("/api/tasks")).json()["tasks"]
             detail = (await client.get(f"/api/tasks/{task['id']}")).json()
         proc.send_signal(signal.SIGTERM)

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from core.clock import Clock
+from core.clock import Clock, FakeClock
 from core.delivery.policy import COALESCE_WINDOW_S
 from core.host import Host
 from tests.fakes.fake_ilink import FakeILink
@@ -15,6 +15,13 @@ from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import make_host
 from tests.waiting import wait_until
+
+
+def on_the_clock(ilink: FakeILink, clock: FakeClock) -> None:
+    """The platform's 24 h window runs on the host's fake time, and the QR login confirms at once (a wait
+    between status polls would sleep on the fake clock)."""
+    ilink._now = clock.time
+    ilink.qr_script = ["confirmed"]
 
 
 def wechat_host(
