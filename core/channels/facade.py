@@ -4,8 +4,10 @@ exactly."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
+from core.channels.app_check import AppCheck
 from core.channels.service import ChannelView
 
 
@@ -19,9 +21,19 @@ class ChannelFacade(Protocol):
         """One channel. Raises NotFoundError for an unknown bot or channel (or one of another bot)."""
         ...
 
-    async def add(self, bot_id: str, kind: str) -> ChannelView:
-        """A new channel of `kind` ("wechat"), its QR login started; returns once the first code is there
-        to show (or the login failed at once). Raises InvalidInputError for an unknown kind."""
+    async def add(self, bot_id: str, kind: str, config: Mapping[str, object] | None = None) -> ChannelView:
+        """A new channel of `kind`. WeChat ("wechat"): its QR login started; returns once the first code is
+        there to show (or the login failed at once). Feishu ("feishu"): `config` is {"appId", "appSecret",
+        "domain": "feishu" | "lark"}; the app is checked first (as `check_app`) and nothing is stored when
+        that fails; returns once the channel is stored and its connection started. Raises
+        InvalidInputError for an unknown kind, a bad field (its name in `field`: appId, appSecret,
+        domain), or credentials the platform refused (field appSecret); UnavailableError when the
+        platform cannot be reached."""
+        ...
+
+    async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:
+        """测试连接: fetch a token with the app's credentials and read the bot's own name and id. Stores
+        nothing. Raises as `add` does."""
         ...
 
     async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from core.channels.app_check import AppCheck
+
 import httpx
 from sqlalchemy.orm import Session
 
@@ -165,7 +167,10 @@ class ChannelService:
 
     # ---- commands -----------------------------------------------------------------------------------
 
-    async def add(self, bot_id: str, kind: str) -> ChannelView:
+    async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:
+        raise InvalidInputError("kind", f"{kind!r} has no app to check")
+
+    async def add(self, bot_id: str, kind: str, config: Mapping[str, object] | None = None) -> ChannelView:
         """A new channel of `kind`, its QR login started; returns once the first code is there to show."""
         if kind not in KINDS:
             raise InvalidInputError("kind", f"must be one of {', '.join(KINDS)}, not {kind!r}")

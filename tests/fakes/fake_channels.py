@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+
+from core.channels.app_check import AppCheck
 
 from core.channels.service import KINDS, ChannelView
 from core.channels.wechat.login import MAX_CODES, LoginProgress, checked_verify_code
@@ -49,7 +51,7 @@ class FakeChannels:
     async def get(self, bot_id: str, channel_id: str) -> ChannelView:
         return self._channel(bot_id, channel_id)
 
-    async def add(self, bot_id: str, kind: str) -> ChannelView:
+    async def add(self, bot_id: str, kind: str, config: Mapping[str, object] | None = None) -> ChannelView:
         self.calls.append(("add", bot_id, kind))
         if kind not in KINDS:
             raise InvalidInputError("kind", f"must be one of {', '.join(KINDS)}, not {kind!r}")
@@ -59,6 +61,11 @@ class FakeChannels:
         view = ChannelView(channel_id, bot_id, kind, "", "", "connecting", "", _first_code())
         self._set(view)
         return view
+
+    async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:
+        self.calls.append(("check_app", kind))
+        await self._held()
+        return AppCheck("Errand Bot", "ou_bot")
 
     async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:
         self.calls.append(("log_in_again", bot_id, channel_id))
