@@ -13,14 +13,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.channels.app_check import AppCheck
-
 import httpx
 from sqlalchemy.orm import Session
 
 from core.bots.secret_store import SecretStore
 from core.bus import EventBus
 from core.changes import AttentionChanged, ChannelChanged
+from core.channels.app_check import AppCheck
 from core.channels.inbox import ChannelInbox
 from core.channels.wechat.ilink import ILinkClient, configured_urls
 from core.channels.wechat.login import LoginProgress, WeChatLogin, checked_verify_code, token_secret_name

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from core.channels.app_check import AppCheck
-
 from core.channels.service import KINDS, ChannelView
 from core.channels.wechat.login import MAX_CODES, LoginProgress, checked_verify_code
 from core.errors import InvalidInputError, NotFoundError
