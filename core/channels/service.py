@@ -47,12 +47,16 @@ class ChannelView:
     kind: str
     account: str
     owner: str
-    # connecting (a login under way, or before the first poll) | connected | login_expired | error
+    # connecting (a login under way, or before the first poll) | connected | reconnecting (Feishu: the
+    # long connection dropped and is being made again) | unhealthy (Feishu: connected, but catch-up found
+    # messages the connection never delivered) | login_expired | error
     status: str
     reason: str
     login: LoginProgress | None  # while a QR login is under way (or just ended)
     allowed: tuple[str, ...] = ()  # who besides the owner may use the bot here
     strangers: tuple[str, ...] = ()  # who wrote and was told the bot is not theirs, the latest first
+    name: str = ""  # the bot's name on the platform, where it has one of its own (a Feishu app's bot)
+    domain: str = ""  # Feishu: "feishu" or "lark"
 
 
 @dataclass(frozen=True, slots=True)
