@@ -29,6 +29,9 @@ from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
 from core.changes import AttentionChanged, BotsChanged, ChannelChanged
 from core.channels.answers import ChannelAnswers
+from core.channels.feishu.apps import FeishuApps
+from core.channels.feishu.media import FeishuMedia
+from core.channels.feishu.presses import CardPresses
 from core.channels.inbox import ChannelInbox
 from core.channels.sends import ChannelSends
 from core.channels.service import ChannelService
@@ -132,7 +135,11 @@ class Host:
         environ = os.environ if environ is None else environ
         # The outbox reaches chat platforms (WeChat) through their senders; the receiving side is
         # `self.channels` below.
-        self.channel_sends = ChannelSends(self.db, self.bus, self.clock, secrets, environ=environ)
+        # Each Feishu channel's REST client, shared by its connection, its sends and its card updates.
+        self.feishu_apps = FeishuApps(secrets, self.clock, environ)
+        self.channel_sends = ChannelSends(
+            self.db, self.bus, self.clock, secrets, environ=environ, feishu=self.feishu_apps
+        )
         self.media = MediaFetcher(configured_urls(environ)[1])  # attachments that come in on WeChat
         # `gather_s`: how long a push on a channel that rings waits for others to go with it
         # (docs/push-rules.md); tests on the real clock pass 0 (ERRAND_GATHER_S for `errand serve`).
@@ -212,7 +219,7 @@ class Host:
             prompt_sections=(CHAT_TASK_RULES, CHAT_RULE_RULES),
         )
         self.event_triggers = EventTriggers(self.rule_service, self.rule_runner)
-        # Chat channels (WeChat): each stored message becomes chat in its peer's conversation.
+        # Chat channels (WeChat, Feishu): each stored message becomes chat in its peer's conversation.
         self.channels = ChannelService(
             self.db,
             self.bus,
@@ -228,8 +235,10 @@ class Host:
                 strangers=self.channel_sends,
                 media=self.media,
                 workspace_of=self.bots.workspace_of,
+                feishu_media=FeishuMedia(self.db, self.feishu_apps),
             ),
             environ=environ,
+            feishu=self.feishu_apps,
         )
         self.attention = AttentionService(
             self.tasks,
@@ -241,6 +250,8 @@ class Host:
             reserve=self.reserve,
             channels=self.channels,
         )
+        # A button pressed on a Feishu card takes the same needs-you actions as the desktop.
+        self.channels.answer_presses_with(CardPresses(self.db, self.feishu_apps, self.attention, self.tasks))
         # What the desktop window reads of bots: their settings and each one's sidebar activity.
         self.desktop_bots = BotsWithActivity(
             self.bots, BotActivityReader(self.tasks, self.attention, self.chat, self.bots)

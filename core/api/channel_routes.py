@@ -1,5 +1,5 @@
 """The channel routes of the local API (docs/channels.md#channels-of-a-bot): a bot's channels, adding one
-(which starts its QR login), its status and login progress, who besides the owner may use it, a new login,
+(which starts its QR login, or for Feishu checks and connects the app), 测试连接 for an app, its status and login progress, who besides the owner may use it, a new login,
 the verify code a login may ask for, and removing one."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from core.host import Host
 
 _ADD_FIELDS = frozenset({"kind"})
+_APP_FIELDS = frozenset({"kind", "appId", "appSecret", "domain"})  # an app the person registered (Feishu)
 _CODE_FIELDS = frozenset({"code"})
 _UPDATE_FIELDS = frozenset({"allowed"})
 
@@ -32,6 +33,8 @@ def channel_json(view: ChannelView) -> dict[str, Any]:
         "reason": view.reason,
         "allowed": list(view.allowed),
         "strangers": list(view.strangers),
+        "name": view.name,
+        "domain": view.domain,
         "login": (
             {
                 "qrcodeUrl": login.qrcode_url,
@@ -49,6 +52,7 @@ def add_channel_routes(router: web.UrlDispatcher, host: Host) -> None:
     routes = ChannelRoutes(host)
     router.add_get("/api/bots/{id}/channels", routes.list_channels)
     router.add_post("/api/bots/{id}/channels", routes.add_channel)
+    router.add_post("/api/channels/check-app", routes.check_app)
     router.add_get("/api/bots/{id}/channels/{channel}", routes.get_channel)
     router.add_put("/api/bots/{id}/channels/{channel}", routes.update_channel)
     router.add_post("/api/bots/{id}/channels/{channel}/login", routes.log_in_again)
@@ -72,9 +76,20 @@ class ChannelRoutes:
 
     async def add_channel(self, request: web.Request) -> web.Response:
         body = await json_object(request)
-        _only(body, _ADD_FIELDS)
-        view = await self._host.channels.add(request.match_info["id"], required_str(body, "kind"))
+        kind = required_str(body, "kind")
+        if kind == "feishu":
+            _only(body, _APP_FIELDS)
+            view = await self._host.channels.add(request.match_info["id"], kind, body)
+        else:
+            _only(body, _ADD_FIELDS)
+            view = await self._host.channels.add(request.match_info["id"], kind)
         return web.json_response(channel_json(view), status=201)
+
+    async def check_app(self, request: web.Request) -> web.Response:
+        body = await json_object(request)
+        _only(body, _APP_FIELDS)
+        found = await self._host.channels.check_app(required_str(body, "kind"), body)
+        return web.json_response({"botName": found.bot_name, "botOpenId": found.bot_open_id})
 
     async def get_channel(self, request: web.Request) -> web.Response:
         view = await self._host.channels.get(request.match_info["id"], request.match_info["channel"])

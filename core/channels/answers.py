@@ -289,6 +289,8 @@ def _context(s: Session, conversation_id: str, quoted_ref: str) -> AnswerContext
             withdrawn = ask
         elif ask is None and quoted.task_id:
             quoted_task = (quoted.task_id, _title(s, quoted.task_id))
+        elif ask is None and quoted.role == "user" and (asked_for := task_rows.task_of_origin(s, quoted.id)):
+            quoted_task = (asked_for.id, asked_for.title)  # a reply under the request that started a task
     earlier = " ".join(msg_rows.recent_user_texts(s, conversation_id, LANGUAGE_SAMPLE))
     return AnswerContext(
         conversation_id, tuple(asked), latest.id if latest else 0, quoted_task, withdrawn, earlier

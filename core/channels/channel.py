@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from core.translations import Language
+
 # docs/push-rules.md#message-shape: every pushed message is one line, with an optional second line only for a
 # blocker or a limit; we aim for at most 300 characters even where the channel takes more (WeChat takes
 # 4,000).
@@ -38,6 +40,11 @@ class ChannelCapabilities:
     """The most characters one message may have; a pushed message is never split."""
     strips_markers: bool
     """Whether ❓ and ⚠️ are removed before sending."""
+    reply_window: bool = False
+    """Whether the platform lets the bot write only for a while after the person wrote (WeChat's 24 h)."""
+    idempotent_sends: bool = False
+    """Whether a send carries a key the platform dedupes by (Feishu's uuid): a send cut off by a crash can
+    simply be sent again instead of asking the person whether it arrived."""
 
 
 DESKTOP = ChannelCapabilities(
@@ -45,12 +52,24 @@ DESKTOP = ChannelCapabilities(
 )
 # docs/push-rules.md#daily-cap: cap 3 per day; one WeChat message holds at most 4,000 characters.
 WECHAT = ChannelCapabilities(
-    "wechat", rings=True, daily_cap=3, supports_quote=True, max_chars=4000, strips_markers=False
+    "wechat",
+    rings=True,
+    daily_cap=3,
+    supports_quote=True,
+    max_chars=4000,
+    strips_markers=False,
+    reply_window=True,
 )
 # docs/push-rules.md#daily-cap: cap 5 per day; results and questions are cards, whose request body Feishu
 # limits to 30 KB (about 10,000 CJK characters at 3 bytes each).
 FEISHU = ChannelCapabilities(
-    "feishu", rings=True, daily_cap=5, supports_quote=True, max_chars=10_000, strips_markers=False
+    "feishu",
+    rings=True,
+    daily_cap=5,
+    supports_quote=True,
+    max_chars=10_000,
+    strips_markers=False,
+    idempotent_sends=True,
 )
 
 
@@ -74,12 +93,30 @@ class SendOutcomeUnknown(Exception):
     be sent again without the person's word."""
 
 
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """What a send carries besides its words, for platforms that shape messages themselves (Feishu's cards
+    and threads). WeChat sends the words alone."""
+
+    key: str
+    """The deliveries it carries, joined: stable across retries and restarts (Feishu's idempotency key)."""
+    purpose: str
+    plain: str
+    """The words before the text-only hints (numbered options, `y 4821`, the quote hint) were added."""
+    task_id: str = ""
+    question_id: str = ""  # the question or approval it asks
+    message_id: int = 0  # our message it is (a chat reply's, stored before it went out)
+    lines: tuple[str, ...] = ()  # a digest's, one per delivery in it
+    away: bool = False  # what waited for the person to write: 「你不在时」
+    lang: Language = "zh"  # the conversation's
+
+
 @runtime_checkable
 class ChannelSending(Protocol):
     """How the outbox reaches a conversation that lives on a chat platform (docs/channels.md#sending).
     Implementations own their connections, tokens and the platform's limits."""
 
-    async def send(self, conversation_id: str, text: str) -> str:
+    async def send(self, conversation_id: str, text: str, outgoing: Outgoing | None = None) -> str:
         """Send one message and return the platform's id of it (to match a quote of it later), once the
         platform confirmed it. SendHeld when it cannot go now; SendOutcomeUnknown when it may have gone;
         any other error is a failed attempt the outbox retries (`policy.retry_at`)."""

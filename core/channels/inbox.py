@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +27,7 @@ from core.bus import EventBus
 from core.changes import ChannelChanged, ConversationsChanged
 from core.channels.answers import ChannelAnswers
 from core.channels.channel import cut
+from core.channels.registry import capabilities_of
 from core.channels.wechat.frames import MediaRef
 from core.channels.wechat.media import MediaError
 from core.chat.ports import InboundChat
@@ -36,19 +38,30 @@ from core.errors import NotFoundError
 from core.ids import new_id
 from core.store import channels as channel_rows
 from core.store import conversations as conv_rows
-from core.store.channels import InboundRecord
+from core.store import messages as msg_rows
+from core.store.channels import ChannelRecord, InboundRecord
 from core.store.database import Database
 from core.store.deliveries import DeliveryPurpose
 from core.tasks.language import language_of
-from core.translations import text
+from core.translations import Language, text
 
 log = logging.getLogger(__name__)
 
 NOT_IN_CHAT = 0  # the message id a handed-over message gets when it stays out of chat
 INBOX = "inbox"  # where attachments that came in are kept, per conversation, in the bot's workspace
 REFUSE_EVERY_S = 24 * 3600.0  # someone the bot does not serve is told so at most once a day
+STALE_AFTER_S = 600.0  # a message this old when it reaches chat is answered with its age
 # What a message that holds no words (a picture, a file) says in the conversation until media is read.
 NO_WORDS = "[{kinds}]"
+
+
+def age_words(age_s: float, lang: Language) -> str:
+    """How long ago, in whole minutes, hours or days: 「2 小时」, "2 hours"."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if age_s >= size:
+            n = int(age_s // size)
+            return text(lang, f"channel_answer.age_{unit}", n=str(n))
+    return text(lang, "channel_answer.age_minute", n="1")
 
 
 def words_of(body: dict[str, Any]) -> str:
@@ -88,7 +101,7 @@ class InboxOutbox(Protocol):
 
 
 class StrangerReply(Protocol):
-    async def send_to_peer(self, channel_id: str, peer: str, text: str) -> str:
+    async def send_to_peer(self, channel_id: str, peer: str, text: str, *, reply_to: str = "") -> str:
         """One line straight to a peer who has no conversation here (ChannelSends)."""
         ...
 
@@ -96,6 +109,14 @@ class StrangerReply(Protocol):
 class MediaSaver(Protocol):
     async def fetch(self, ref: MediaRef, kind: str, dest_dir: Path, *, stem: str) -> Path:
         """Download and decrypt one attachment into `dest_dir` (MediaFetcher); MediaError says why not."""
+        ...
+
+
+class FeishuMediaSaver(Protocol):
+    async def fetch(
+        self, channel_id: str, message_id: str, media: dict[str, Any], dest_dir: Path, *, stem: str
+    ) -> Path:
+        """Fetch one attachment of a Feishu message into `dest_dir` (FeishuMedia); MediaError says why not."""
         ...
 
 
@@ -112,7 +133,9 @@ class ChannelInbox:
         strangers: StrangerReply,
         media: MediaSaver,
         workspace_of: Callable[[str], Path],
+        feishu_media: FeishuMediaSaver | None = None,
     ) -> None:
+        self._feishu_media = feishu_media
         self._media = media
         self._workspace_of = workspace_of
         self._outbox = outbox
@@ -130,8 +153,15 @@ class ChannelInbox:
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, record.channel_id))
         if channel is None:
             raise NotFoundError("channel", record.channel_id)
-        if not channel.admits(record.peer):
-            await self._turn_away(channel.id, record.peer, words_of(record.body))
+        # On WeChat the peer is the person; on Feishu it is the chat, and the person is its sender.
+        who = str(record.body.get("sender") or record.peer)
+        in_group = record.body.get("chat_type") == "group"
+        if not channel.owner and channel.kind == "feishu" and not in_group:
+            channel = await self._claim(channel, who)
+        if not channel.admits(who) or (in_group and not channel.owner):
+            await self._turn_away(
+                channel.id, who, words_of(record.body), chat=record.peer, message=record.platform_id
+            )
             return NOT_IN_CHAT
         if not str(record.body.get("text") or "").strip() and not record.body.get("items"):
             log.info("channel %s: message %s holds nothing; not handed to chat", channel.id, record.key)
@@ -146,6 +176,12 @@ class ChannelInbox:
         quote = record.body.get("quote") or {}
         quoted_ref = str(quote.get("svr_id") or "") if isinstance(quote, dict) else ""
         found = await self._answers.context(conversation_id, quoted_ref)
+        root = str(quote.get("root_id") or "") if isinstance(quote, dict) else ""
+        if root and root != quoted_ref and found.quoted_task is None and found.quoted_withdrawn is None:
+            # Feishu: a reply deeper in the chain under a task's request, or under its result, goes there too.
+            under_root = await self._answers.context(conversation_id, root)
+            if under_root.quoted_task is not None:
+                found = replace(found, quoted_task=under_root.quoted_task)
         # What waited for this peer to write goes first, as one 「你不在时:…」, before the reply to this. An
         # outbox that fails here must not set the person's message aside.
         try:
@@ -169,10 +205,13 @@ class ChannelInbox:
             commit=commit,
         )
         if handled is None:
+            await self._say_age(record, channel.bot_id, conversation_id, words)
             message = await self._chat.say(conversation_id, words, source=source)
+            await self._keep_ref(message.id, record.platform_id)
             return message.id
         if not noted:  # dealt with without acting: still the person's words in the conversation
             await commit()
+        await self._keep_ref(noted[0].id, record.platform_id)
         if handled.reply:
             await self._outbox.push(
                 delivery_id=f"ack:{record.channel_id}:{record.id}",
@@ -183,9 +222,45 @@ class ChannelInbox:
             )
         return noted[0].id
 
+    async def _claim(self, channel: ChannelRecord, who: str) -> ChannelRecord:
+        """A Feishu app's first one-to-one writer is its owner (WeChat's is who scanned the code): the
+        person who connected the app writes to it first. The owner shows in the channel's settings."""
+        now = self._clock.time()
+        await self._db.write(lambda s: channel_rows.set_owner(s, channel.id, who, now=now))
+        log.info("channel %s: %s wrote first and is its owner", channel.id, who)
+        self._bus.publish(ChannelChanged(channel.id))
+        return replace(channel, owner=who)
+
+    async def _keep_ref(self, message_id: int, platform_id: str) -> None:
+        """The person's message keeps the platform's id of it: a reply to it then finds it (and the task
+        it started), and our answer is threaded under it."""
+        if message_id and platform_id:
+            await self._db.write(lambda s: msg_rows.set_channel_ref(s, message_id, platform_id))
+
+    async def _say_age(self, record: InboundRecord, bot_id: str, conversation_id: str, words: str) -> None:
+        """A message that waited (sent while Errand was off) is answered with its age, so the person knows
+        the work starts now and not when they asked."""
+        sent_ms = record.body.get("create_time_ms")
+        if not isinstance(sent_ms, int) or sent_ms <= 0:
+            return
+        age = self._clock.time() - sent_ms / 1000
+        if age < STALE_AFTER_S:
+            return
+        lang = language_of(words)
+        await self._outbox.push(
+            delivery_id=f"age:{record.channel_id}:{record.id}",
+            bot_id=bot_id,
+            conversation_id=conversation_id,
+            purpose="reply",
+            text=text(lang, "channel_answer.stale", age=age_words(age, lang)),
+        )
+
     async def _queue_nudge(self, record: InboundRecord, bot_id: str, conversation_id: str) -> None:
         """This message opened a new reply window: its one nudge is due two hours before it closes, and
         decides then whether it is needed (core.delivery.window_nudge)."""
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, record.channel_id))
+        if channel is None or not capabilities_of(channel.kind).reply_window:
+            return  # no window to close: nothing to nudge about
         peer = await self._db.read(lambda s: channel_rows.get_peer(s, record.channel_id, record.peer))
         if peer is None or peer.last_inbound_at <= 0:
             return
@@ -204,6 +279,22 @@ class ChannelInbox:
             if not isinstance(media, dict):
                 continue
             kind = str(item.get("kind") or "file")
+            if "file_key" in media:  # Feishu's: fetched with the app's token
+                if self._feishu_media is None:
+                    parts.append(f"[{kind} could not be fetched: attachments are not read here]")
+                    continue
+                try:
+                    saved = await self._feishu_media.fetch(
+                        record.channel_id, record.platform_id, media, folder, stem=f"{record.id}-{n}"
+                    )
+                except MediaError as exc:
+                    log.warning(
+                        "channel %s: a %s of message %s: %s", record.channel_id, kind, record.key, exc
+                    )
+                    parts.append(f"[{kind} could not be fetched: {exc.reason}]")
+                    continue
+                parts.append(f"[{kind}: {saved.relative_to(workspace)}]")
+                continue
             ref = MediaRef(
                 encrypted_query_param=str(media.get("encrypted_query_param") or ""),
                 aes_key=str(media.get("aes_key") or ""),
@@ -219,7 +310,7 @@ class ChannelInbox:
             parts.append(f"[{kind}: {saved.relative_to(workspace)}]")
         return "\n".join(parts) or words_of(body)
 
-    async def _turn_away(self, channel_id: str, peer: str, words: str) -> None:
+    async def _turn_away(self, channel_id: str, peer: str, words: str, *, chat: str, message: str) -> None:
         """Tell someone the bot does not serve so, once a day at most; their message stays out of chat."""
         log.info("channel %s: a message from %s, whom it does not serve, stays out of chat", channel_id, peer)
         now = self._clock.time()
@@ -229,7 +320,7 @@ class ChannelInbox:
         await self._db.write(lambda s: channel_rows.mark_refused(s, channel_id, peer, now=now))
         try:
             await self._strangers.send_to_peer(
-                channel_id, peer, text(language_of(words), "channel_answer.not_served")
+                channel_id, chat, text(language_of(words), "channel_answer.not_served"), reply_to=message
             )
         except Exception as exc:  # a courtesy: it must not hold up the rest of the batch
             log.warning("channel %s: could not tell %s the bot is not theirs: %s", channel_id, peer, exc)

@@ -8,7 +8,7 @@ from core.channels.channel import DESKTOP, FEISHU, WECHAT, ChannelCapabilities
 KNOWN: dict[str, ChannelCapabilities] = {caps.name: caps for caps in (DESKTOP, WECHAT, FEISHU)}
 # Platforms whose messages go out through `ChannelSending`; a conversation of a platform not here yet keeps
 # its pushes in the conversation, as the desktop does.
-SENT_BY_PLATFORM: frozenset[str] = frozenset({WECHAT.name})
+SENT_BY_PLATFORM: frozenset[str] = frozenset({WECHAT.name, FEISHU.name})
 
 
 def capabilities_of(channel: str) -> ChannelCapabilities:

@@ -9,7 +9,7 @@ login is used at once; a client is made again only when the token changed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -18,7 +18,10 @@ from sqlalchemy.orm import Session
 from core.bots.secret_store import SecretStore
 from core.bus import EventBus
 from core.changes import ChannelChanged
-from core.channels.channel import CHANNEL_GONE, SendHeld, SendOutcomeUnknown
+from core.channels.channel import CHANNEL_GONE, Outgoing, SendHeld, SendOutcomeUnknown
+from core.channels.feishu.apps import FeishuApps
+from core.channels.feishu.rest import FeishuError
+from core.channels.feishu.sender import FeishuSender
 from core.channels.wechat.ilink import ILinkClient, ILinkError, SessionExpired, configured_urls
 from core.channels.wechat.login import token_secret_name
 from core.channels.wechat.sender import WeChatSender
@@ -45,8 +48,10 @@ class ChannelSends:
         secrets: SecretStore,
         *,
         environ: Mapping[str, str],
+        feishu: FeishuApps | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        self._feishu = feishu or FeishuApps(secrets, clock, environ)
         self._db = db
         self._bus = bus
         self._clock = clock
@@ -62,7 +67,7 @@ class ChannelSends:
             await held.client.close()
         self._clients.clear()
 
-    async def send(self, conversation_id: str, text: str) -> str:
+    async def send(self, conversation_id: str, text: str, outgoing: Outgoing | None = None) -> str:
         def find(s: Session) -> tuple[PeerRecord | None, ChannelRecord | None]:
             peer = channel_rows.peer_of_conversation(s, conversation_id)
             return peer, channel_rows.get_channel(s, peer.channel_id) if peer else None
@@ -72,15 +77,36 @@ class ChannelSends:
             raise SendHeld(CHANNEL_GONE, "this conversation's channel was removed")
         if not channel.sendable:
             raise SendHeld("channel_down", f"the channel is {channel.status}")
+        if channel.kind == "feishu":
+            return await self._on_feishu(
+                channel, lambda sender: sender.send(conversation_id, peer.peer, text, outgoing)
+            )
         return await self._send(channel, peer.peer, text)
 
-    async def send_to_peer(self, channel_id: str, peer: str, text: str) -> str:
+    async def send_to_peer(self, channel_id: str, peer: str, text: str, *, reply_to: str = "") -> str:
         """One message to a peer with no conversation here (telling a stranger the bot is not theirs),
-        within the same limits as any send."""
+        within the same limits as any send; on Feishu under the message it answers (`reply_to`)."""
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
         if channel is None or not channel.sendable:
             raise SendHeld("channel_down", "the channel is not connected")
+        if channel.kind == "feishu":
+            key = f"line:{channel_id}:{reply_to or peer}:{text}"
+            return await self._on_feishu(
+                channel, lambda sender: sender.send_line(peer, text, key=key, reply_to=reply_to)
+            )
         return await self._send(channel, peer, text)
+
+    async def _on_feishu(self, channel: ChannelRecord, send: Callable[[FeishuSender], Awaitable[str]]) -> str:
+        if self._closed:
+            raise SendHeld("channel_down", "Errand is stopping")
+        sender = FeishuSender(self._db, await self._feishu.rest(channel))
+        try:
+            return await send(sender)
+        except FeishuError as exc:
+            # With its uuid a send that may have gone is sent once even when tried again: a plain
+            # failure, retried with the outbox's backoff (rate limits too), never `unsure`.
+            log.warning("feishu channel %s: a send failed: %s", channel.id, exc)
+            raise
 
     async def _send(self, channel: ChannelRecord, peer: str, text: str) -> str:
         token = await self._secrets.get(token_secret_name(channel.id))

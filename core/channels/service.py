@@ -3,7 +3,8 @@ task on the loop, and removing it (docs/channels.md#channels-of-a-bot).
 
 Each channel runs one connection task: its login while it has none, then its receiver, whose messages go
 to the ChannelInbox. At start, every channel with an account and a token in the keyring polls again; one
-whose token is gone says `login_expired`. Only WeChat exists so far.
+whose token is gone says `login_expired`. A Feishu channel has no login: the person gives its app's id and
+secret, which are checked before anything is stored, and its connection task is the long connection.
 """
 
 from __future__ import annotations
@@ -20,12 +21,19 @@ from core.bots.secret_store import SecretStore
 from core.bus import EventBus
 from core.changes import AttentionChanged, ChannelChanged
 from core.channels.app_check import AppCheck
+from core.channels.channel import SendHeld
+from core.channels.feishu import sdk as feishu_sdk
+from core.channels.feishu.apps import FeishuApps
+from core.channels.feishu.config import checked_app
+from core.channels.feishu.config import secret_name as feishu_secret_name
+from core.channels.feishu.receiver import FeishuReceiver, PressHandler
+from core.channels.feishu.rest import CredentialsRefused, FeishuError
 from core.channels.inbox import ChannelInbox
 from core.channels.wechat.ilink import ILinkClient, configured_urls
 from core.channels.wechat.login import LoginProgress, WeChatLogin, checked_verify_code, token_secret_name
 from core.channels.wechat.receiver import WeChatReceiver
 from core.clock import Clock
-from core.errors import InvalidInputError, NotFoundError
+from core.errors import InvalidInputError, NotFoundError, UnavailableError
 from core.ids import new_id
 from core.store import bots as bot_rows
 from core.store import channels as channel_rows
@@ -34,7 +42,7 @@ from core.store.database import Database
 
 log = logging.getLogger(__name__)
 
-KINDS = ("wechat",)
+KINDS = ("wechat", "feishu")
 MAX_ALLOWED = 50
 MAX_PEER_ID = 200
 FIRST_CODE_TIMEOUT_S = 20.0  # how long adding a channel waits for the platform's first QR code
@@ -83,9 +91,10 @@ class SetAside:
 
 @dataclass
 class _Connection:
-    client: ILinkClient
+    client: ILinkClient | None  # WeChat's
     task: asyncio.Task[None] | None = None
     login: WeChatLogin | None = None
+    receiver: FeishuReceiver | None = None
 
 
 class ChannelService:
@@ -98,8 +107,11 @@ class ChannelService:
         inbox: ChannelInbox,
         *,
         environ: Mapping[str, str],
+        feishu: FeishuApps | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        self._feishu = feishu or FeishuApps(secrets, clock, environ)
+        self._presses: PressHandler | None = None
         self._db = db
         self._bus = bus
         self._clock = clock
@@ -114,7 +126,9 @@ class ChannelService:
     async def start(self) -> None:
         """Every channel that was logged in polls again."""
         for channel in await self._db.read(channel_rows.all_channels):
-            if channel.account:
+            if channel.kind == "feishu":
+                self._start_feishu(channel.id)
+            elif channel.account:
                 await self._resume(channel)
 
     async def stop(self) -> None:
@@ -170,14 +184,34 @@ class ChannelService:
 
     # ---- commands -----------------------------------------------------------------------------------
 
+    def answer_presses_with(self, presses: PressHandler) -> None:
+        """Who answers a button pressed on a Feishu card (the host's CardPresses, built after needs-you)."""
+        self._presses = presses
+
     async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:
-        raise InvalidInputError("kind", f"{kind!r} has no app to check")
+        """测试连接: the app's credentials open it, and this is its bot. Stores nothing."""
+        if kind != "feishu":
+            raise InvalidInputError("kind", f"only feishu apps are checked, not {kind!r}")
+        app = checked_app(config)
+        rest = await self._feishu.check(app)
+        try:
+            await rest.token()
+            return await rest.bot_info()
+        except CredentialsRefused as exc:
+            raise InvalidInputError("appSecret", f"{exc}: check the App ID and App Secret") from exc
+        except FeishuError as exc:
+            if exc.code is None:
+                raise UnavailableError(f"Feishu could not be reached: {exc}") from exc
+            raise InvalidInputError("appId", str(exc)) from exc
 
     async def add(self, bot_id: str, kind: str, config: Mapping[str, object] | None = None) -> ChannelView:
-        """A new channel of `kind`, its QR login started; returns once the first code is there to show."""
+        """A new channel of `kind`: WeChat's QR login started (returns once the first code is there to
+        show); a Feishu app checked, then stored with its secret in the keyring and connected."""
         if kind not in KINDS:
             raise InvalidInputError("kind", f"must be one of {', '.join(KINDS)}, not {kind!r}")
         await self._bot(bot_id)
+        if kind == "feishu":
+            return await self._add_feishu(bot_id, config)
         channel_id = new_id("ch")
         now = self._clock.time()
         await self._db.write(
@@ -196,21 +230,100 @@ class ChannelService:
         self._bus.publish(ChannelChanged(channel_id))
         return await self.get(bot_id, channel_id)
 
+    async def _add_feishu(self, bot_id: str, config: Mapping[str, object] | None) -> ChannelView:
+        app = checked_app(config)
+        found = await self.check_app(
+            "feishu", {"appId": app.app_id, "appSecret": app.app_secret, "domain": app.domain}
+        )
+        for other in await self._db.read(channel_rows.all_channels):
+            if other.kind == "feishu" and other.account == app.app_id:
+                raise InvalidInputError("appId", "this app is connected already; one app serves one bot")
+        channel_id = new_id("ch")
+        now = self._clock.time()
+        await self._secrets.set(feishu_secret_name(channel_id), app.app_secret)
+
+        def store(s: Session) -> None:
+            channel_rows.insert_channel(s, id=channel_id, bot_id=bot_id, kind="feishu", now=now)
+            channel_rows.set_app(
+                s,
+                channel_id,
+                app_id=app.app_id,
+                domain=app.domain,
+                name=found.bot_name,
+                bot_ref=found.bot_open_id,
+                now=now,
+            )
+
+        try:
+            await self._db.write(store)
+        except Exception:
+            await self._secrets.delete(feishu_secret_name(channel_id))
+            raise
+        self._start_feishu(channel_id)
+        self._bus.publish(ChannelChanged(channel_id))
+        return await self.get(bot_id, channel_id)
+
+    def _start_feishu(self, channel_id: str) -> None:
+        connection = _Connection(client=None)
+        self._connections[channel_id] = connection
+        connection.task = asyncio.get_running_loop().create_task(self._run_feishu(channel_id, connection))
+
+    async def _run_feishu(self, channel_id: str, connection: _Connection) -> None:
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
+        if channel is None:
+            return
+        try:
+            app = await self._feishu.app_of(channel)
+        except SendHeld:
+            await self._set_status(
+                channel_id, "error", "the app secret is no longer in the keyring: connect the app again"
+            )
+            return
+        sdk = await feishu_sdk.load()
+        connection.receiver = FeishuReceiver(
+            self._db,
+            self._bus,
+            self._clock,
+            sdk,
+            await self._feishu.rest(channel),
+            app,
+            self._feishu.base_url(app.domain),
+            channel_id=channel_id,
+            bot_open_id=channel.bot_ref,
+            sink=self._inbox.hand_over,
+            presses=self._presses,
+        )
+        try:
+            await connection.receiver.run()
+        except Exception:
+            log.exception("channel %s: the Feishu connection failed", channel_id)
+            await self._set_status(channel_id, "error", "the connection failed; see the log")
+
+    def feishu_receiver(self, channel_id: str) -> FeishuReceiver | None:
+        """A Feishu channel's receiver, once its connection task made it (tests, the bench: health reads)."""
+        connection = self._connections.get(channel_id)
+        return connection.receiver if connection is not None else None
+
     async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:
-        """A new QR login for a channel (its login expired, or failed): what polled stops, the scan starts."""
-        await self._channel(bot_id, channel_id)
+        """A new QR login for a channel (its login expired, or failed): what polled stops, the scan starts.
+        A Feishu channel connects again instead."""
+        channel = await self._channel(bot_id, channel_id)
         await self._disconnect(channel_id)
+        if channel.kind == "feishu":
+            await self._set_status(channel_id, "connecting", "")
+            self._start_feishu(channel_id)
+            return await self.get(bot_id, channel_id)
         await self._set_status(channel_id, "connecting", "")
         await self._start_login(channel_id)
         return await self.get(bot_id, channel_id)
 
-    async def _start_login(self, channel_id: str) -> None:
+    async def _start_login(self, channel_id: str) -> None:  # WeChat
         """Start the channel's QR login on its connection task; return once the first code is there to
         show (or the login failed at once, or FIRST_CODE_TIMEOUT_S passed)."""
-        connection = self._connection(channel_id, self._base_url, token="")
-        login = WeChatLogin(
-            self._db, self._bus, self._clock, connection.client, self._secrets, channel_id=channel_id
-        )
+        client = ILinkClient(self._base_url, token="", transport=self._transport)
+        connection = _Connection(client)
+        self._connections[channel_id] = connection
+        login = WeChatLogin(self._db, self._bus, self._clock, client, self._secrets, channel_id=channel_id)
         connection.login = login
         shown = asyncio.Event()
 
@@ -245,6 +358,8 @@ class ChannelService:
         # ChannelChanged below, finds no channel for it any more).
         await self._db.write(lambda s: channel_rows.delete_channel(s, channel_id))
         await self._secrets.delete(token_secret_name(channel_id))
+        await self._secrets.delete(feishu_secret_name(channel_id))
+        self._feishu.forget(channel_id)
         self._bus.publish(ChannelChanged(channel_id))
         self._bus.publish(AttentionChanged())
 
@@ -266,7 +381,7 @@ class ChannelService:
 
     async def _log_in_then_receive(self, channel_id: str) -> None:
         connection = self._connections[channel_id]
-        assert connection.login is not None
+        assert connection.login is not None and connection.client is not None
         if not await connection.login.run():
             await self._set_status(channel_id, "error", connection.login.progress.reason)
             return
@@ -275,7 +390,7 @@ class ChannelService:
     async def _receive(self, channel_id: str) -> None:
         connection = self._connections[channel_id]
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
-        if channel is None:
+        if channel is None or connection.client is None:
             return
         receiver = WeChatReceiver(
             self._db,
@@ -299,7 +414,8 @@ class ChannelService:
         if connection.task is not None:
             connection.task.cancel()
             await asyncio.gather(connection.task, return_exceptions=True)
-        await connection.client.close()
+        if connection.client is not None:
+            await connection.client.close()
 
     async def _set_status(self, channel_id: str, status: str, reason: str) -> None:
         now = self._clock.time()
@@ -338,6 +454,8 @@ class ChannelService:
             login=login,
             allowed=channel.allowed,
             strangers=tuple(strangers),
+            name=channel.display_name,
+            domain=channel.base_url if channel.kind == "feishu" else "",
         )
 
 

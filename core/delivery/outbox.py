@@ -38,6 +38,7 @@ from core.channels.channel import (
     DESKTOP,
     ChannelCapabilities,
     ChannelSending,
+    Outgoing,
     SendHeld,
     SendOutcomeUnknown,
     shape,
@@ -84,6 +85,9 @@ CLOSE_WAIT_S = 5.0  # how long a stop waits for sends already with a platform
 OUTSIDE_BUDGET: frozenset[str] = ASKED_FOR | {"nudge"}
 """Sends outside the attention budget, never counted toward the daily cap: a chat reply, and the window
 nudge (which has rules of its own)."""
+
+
+IDEMPOTENT_FOR_S = 50 * 60.0  # of Feishu's hour in which a send's uuid is kept: some room for clocks
 
 
 def local_zone() -> str:
@@ -159,15 +163,15 @@ def _platform_facts(
     if peer is None:
         return {}  # its channel was removed: what is owed stays in the conversation, on the desktop
     channel = channel_rows.get_channel(s, peer.channel_id)
-    window = reply_window(peer, now)
+    window = reply_window(peer, now) if caps.reply_window else None
     pushed = {
         d.message_id
         for d in delivery_rows.sent_since(s, conversation_id, local_midnight(now, tz))
         if d.purpose not in OUTSIDE_BUDGET and d.held_reason != RELEASED
     }
     return {
-        "window_open": window.open,
-        "quota_left": window.sends_left,
+        "window_open": window.open if window is not None else True,
+        "quota_left": window.sends_left if window is not None else None,
         "reserved": reserved_sends(s, conversation_id),
         "channel_ready": channel is not None and channel.sendable,
         # A digest with a platform now counts once per delivery in it: over-counting only holds back.
@@ -235,11 +239,23 @@ class Outbox:
         """At start, before the first flush: what was `sending` when the process died becomes `unsure`.
         Returns how many."""
 
+        now = self._clock.time()
+
         def mark(s: Session) -> int:
-            cut_off = delivery_rows.in_status(s, "sending")
-            for d in cut_off:
+            unsure = 0
+            for d in delivery_rows.in_status(s, "sending"):
+                conversation = conv_rows.get_conversation(s, d.conversation_id)
+                caps = capabilities_of(conversation.channel if conversation else DESKTOP.name)
+                # Its key holds for an hour; due longer ago than that, it may have been claimed too long ago.
+                if caps.idempotent_sends and now - d.due_at < IDEMPOTENT_FOR_S:
+                    # Sent again under the same key: the platform keeps one (Feishu's uuid, for an hour).
+                    delivery_rows.reschedule(
+                        s, d.id, status="pending", due_at=d.due_at, held_reason=d.held_reason
+                    )
+                    continue
                 delivery_rows.set_delivery_status(s, d.id, "unsure")
-            return len(cut_off)
+                unsure += 1
+            return unsure
 
         found = await self._db.write(mark)
         if found:
@@ -564,28 +580,41 @@ class Outbox:
         live = await self._db.write(claim)
         if not live:
             return 0
-        text = platform_text(
-            decision.text or first.text,
-            deliveries,
-            caps,
-            asked[0] if asked else None,
-            langs[0] if langs else None,
+        plain = decision.text or first.text
+        lang = langs[0] if langs else None
+        text = platform_text(plain, deliveries, caps, asked[0] if asked else None, lang)
+        sole = live[0] if len(live) == 1 else None
+        outgoing = Outgoing(
+            key="+".join(sorted(d.id for d in live)),
+            purpose=sole.purpose if sole is not None else "digest",
+            plain=plain,
+            task_id=sole.task_id if sole is not None else "",
+            question_id=asked[0].id if asked else "",
+            message_id=sole.message_id if sole is not None else 0,
+            lines=tuple(d.text.splitlines()[0] if d.text else "" for d in live) if sole is None else (),
+            away=any(d.held_reason in RELEASED_REASONS for d in live),
+            lang=lang or language_of(plain),
         )
         order = self._platform_order.setdefault(conversation_id, asyncio.Lock())
-        carrying = asyncio.get_running_loop().create_task(self._carry(live, text, channels, order))
+        carrying = asyncio.get_running_loop().create_task(self._carry(live, text, outgoing, channels, order))
         self._carrying.add(carrying)
         carrying.add_done_callback(self._carrying.discard)
         return len(live)
 
     async def _carry(
-        self, live: list[DeliveryRecord], text: str, channels: ChannelSending, order: asyncio.Lock
+        self,
+        live: list[DeliveryRecord],
+        text: str,
+        outgoing: Outgoing,
+        channels: ChannelSending,
+        order: asyncio.Lock,
     ) -> None:
         """The platform call and what it answered, for deliveries claimed as `sending`."""
         handed = False
         try:
             async with order:
                 handed = True
-                if await self._carry_once(live, text, channels) == "retry":
+                if await self._carry_once(live, text, outgoing, channels) == "retry":
                     self._spawn_flush()  # its retry is due later: a flush arms the one timer for it
         except asyncio.CancelledError:
             if not handed:  # stopped while waiting its turn: it never left, so it is simply owed again
@@ -608,13 +637,13 @@ class Outbox:
         flushing.add_done_callback(self._carrying_flushes.discard)
 
     async def _carry_once(
-        self, live: list[DeliveryRecord], text: str, channels: ChannelSending
+        self, live: list[DeliveryRecord], text: str, outgoing: Outgoing, channels: ChannelSending
     ) -> Literal["sent", "held", "unsure", "retry"]:
         """What became of it."""
         first = live[0]
         conversation_id = first.conversation_id
         try:
-            ref = await channels.send(conversation_id, text)
+            ref = await channels.send(conversation_id, text, outgoing)
         except SendHeld as held:
             if held.reason == CHANNEL_GONE:  # removed: the person reads it on the desktop instead
                 log.info("delivery %s: its channel is gone; kept in the conversation", first.id)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from core.store.errors import NotFoundError
@@ -40,6 +40,8 @@ class ChannelRecord:
     created_at: float
     updated_at: float
     allowed: tuple[str, ...] = ()  # peers besides the owner who may use the bot here
+    display_name: str = ""  # the bot's name on the platform (an app the person registered)
+    bot_ref: str = ""  # the platform's id of that bot (Feishu: its open_id)
 
     @property
     def sendable(self) -> bool:
@@ -103,6 +105,8 @@ def _channel(row: ChannelRow) -> ChannelRecord:
         created_at=row.created_at,
         updated_at=row.updated_at,
         allowed=tuple(_peers(row.allowed)),
+        display_name=row.display_name,
+        bot_ref=row.bot_ref,
     )
 
 
@@ -162,6 +166,20 @@ def _row(s: Session, channel_id: str) -> ChannelRow:
 def set_status(s: Session, channel_id: str, status: str, *, reason: str = "", now: float) -> None:
     row = _row(s, channel_id)
     row.status, row.status_reason, row.updated_at = status, reason, now
+
+
+def set_app(
+    s: Session, channel_id: str, *, app_id: str, domain: str, name: str, bot_ref: str, now: float
+) -> None:
+    """An app the person registered (Feishu): its id, platform, and the bot it is."""
+    row = _row(s, channel_id)
+    row.account, row.base_url, row.display_name, row.bot_ref = app_id, domain, name, bot_ref
+    row.updated_at = now
+
+
+def set_owner(s: Session, channel_id: str, owner: str, *, now: float) -> None:
+    row = _row(s, channel_id)
+    row.owner, row.updated_at = owner, now
 
 
 def set_account(s: Session, channel_id: str, *, account: str, owner: str, base_url: str, now: float) -> None:
@@ -227,6 +245,24 @@ def unhandled(s: Session, channel_id: str) -> list[InboundRecord]:
         .order_by(InboundRow.id)
     )
     return [_inbound(row) for row in s.scalars(stmt)]
+
+
+@dataclass(frozen=True, slots=True)
+class RecentChat:
+    peer: str
+    last_body: dict[str, Any]  # what the latest stored message of it said (its platform time, chat type)
+
+
+def recent_chats(s: Session, channel_id: str, *, since: float) -> list[RecentChat]:
+    """The peers (chats) that wrote on the channel since `since`, each with its latest stored message."""
+    latest = (
+        select(InboundRow.peer, func.max(InboundRow.id).label("last"))
+        .where(InboundRow.channel_id == channel_id, InboundRow.received_at >= since)
+        .group_by(InboundRow.peer)
+        .subquery()
+    )
+    rows = s.execute(select(InboundRow).join(latest, InboundRow.id == latest.c.last)).scalars()
+    return [RecentChat(row.peer, json.loads(row.body)) for row in rows]
 
 
 def mark_handled(s: Session, inbound_id: int, *, message_id: int, now: float) -> None:

@@ -116,6 +116,12 @@ def find_by_channel_ref(s: Session, conversation_id: str, ref: str) -> MessageRe
     return None if row is None else _record(row)
 
 
+def find_by_channel_ref_anywhere(s: Session, ref: str) -> MessageRecord | None:
+    """The message a platform id names, in whichever conversation (a platform's ids are unique)."""
+    row = s.scalars(select(MessageRow).where(MessageRow.channel_ref == ref).limit(1)).first()
+    return _record(row) if row is not None else None
+
+
 def list_messages(
     s: Session, conversation_id: str, *, limit: int | None = None, before_id: int | None = None
 ) -> list[MessageRecord]:
@@ -172,6 +178,23 @@ def last_user_message(s: Session, conversation_id: str) -> MessageRecord | None:
     row = s.scalars(
         select(MessageRow)
         .where(MessageRow.conversation_id == conversation_id, MessageRow.role == "user")
+        .order_by(MessageRow.id.desc())
+        .limit(1)
+    ).first()
+    return _record(row) if row is not None else None
+
+
+def platform_request_before(s: Session, conversation_id: str, before_id: int) -> MessageRecord | None:
+    """The person's latest message before `before_id` that came from a chat platform (it has the
+    platform's id): what a chat reply answers, to be threaded under it."""
+    row = s.scalars(
+        select(MessageRow)
+        .where(
+            MessageRow.conversation_id == conversation_id,
+            MessageRow.role == "user",
+            MessageRow.channel_ref != "",
+            *((MessageRow.id < before_id,) if before_id else ()),
+        )
         .order_by(MessageRow.id.desc())
         .limit(1)
     ).first()

@@ -147,6 +147,11 @@ def _add_channel_sending(conn: Connection) -> None:
         index.create(conn, checkfirst=True)
 
 
+def _add_channel_identity(conn: Connection) -> None:
+    add_column(conn, "channels", Column("display_name", String, nullable=False, server_default=""))
+    add_column(conn, "channels", Column("bot_ref", String, nullable=False, server_default=""))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -167,7 +172,12 @@ MIGRATIONS: list[Migration] = [
         "channel_peers.refused_at",
         _add_channel_sending,
     ),
-    # Append here: Migration(11, "...", _function_taking_a_connection),
+    Migration(
+        11,
+        "channels.display_name, channels.bot_ref: the bot of an app a person registered",
+        _add_channel_identity,
+    ),
+    # Append here: Migration(12, "...", _function_taking_a_connection),
 ]
 
 

@@ -329,6 +329,10 @@ class ChannelRow(Base):
     cursor: Mapped[str] = mapped_column(default="", server_default="")
     # JSON list of peers besides the owner who may use the bot through this channel (migration 10).
     allowed: Mapped[str] = mapped_column(default="[]", server_default="[]")
+    # The bot of an app the person registered (migration 11): its name there, and its own id (Feishu's
+    # open_id, how an @-mention of it is told apart).
+    display_name: Mapped[str] = mapped_column(default="", server_default="")
+    bot_ref: Mapped[str] = mapped_column(default="", server_default="")
     created_at: Mapped[float]
     updated_at: Mapped[float]
 

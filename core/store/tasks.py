@@ -124,6 +124,17 @@ def insert_task(
     return _record(row)
 
 
+def task_of_origin(s: Session, message_id: int) -> TaskRecord | None:
+    """The task the person's message `message_id` asked for, if it started one (the latest)."""
+    row = s.scalars(
+        select(TaskRow)
+        .where(TaskRow.origin_message_id == message_id)
+        .order_by(TaskRow.created_at.desc())
+        .limit(1)
+    ).first()
+    return _record(row) if row is not None else None
+
+
 def get_task(s: Session, id: str) -> TaskRecord | None:
     row = s.get(TaskRow, id)
     return None if row is None else _record(row)

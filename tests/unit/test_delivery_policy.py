@@ -18,6 +18,7 @@ from core.channels.channel import (
     WECHAT,
     ChannelCapabilities,
     ChannelSending,
+    Outgoing,
     shape,
 )
 from core.delivery.policy import (
@@ -733,7 +734,7 @@ class FakeWeChat:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
 
-    async def send(self, conversation_id: str, text: str) -> str:
+    async def send(self, conversation_id: str, text: str, outgoing: Outgoing | None = None) -> str:
         self.sent.append((conversation_id, text))
         return f"msg-{len(self.sent)}"
 

@@ -182,7 +182,7 @@ def _same_file(path: Path, data: bytes) -> bool:
         return False
 
 
-def _place(data: bytes, dest_dir: Path, name: str) -> Path:
+def place(data: bytes, dest_dir: Path, name: str) -> Path:
     """Write `data` as `name` in `dest_dir`, or as `name-1`, `name-2`, ... when another file has the name.
     A file with the same name and the same bytes is the same attachment fetched again: it is returned
     as it is. The bytes land under a temporary name first and are renamed in one step, so the folder never
@@ -212,7 +212,7 @@ def _decrypt_and_place(
 ) -> Path:
     data = ciphertext if key is None else decrypt(ciphertext, key)
     try:
-        return _place(data, dest_dir, file_name_for(ref, kind, stem, data[:16]))
+        return place(data, dest_dir, file_name_for(ref, kind, stem, data[:16]))
     except OSError as exc:
         raise MediaError(f"it could not be saved in {dest_dir}: {exc.strerror or exc}") from exc
 

@@ -15,20 +15,19 @@ the reason until a poll succeeds). An expired session (`-14`) ends the loop with
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
-from core.changes import AttentionChanged, ChannelChanged
+from core.changes import ChannelChanged
+from core.channels.hand_on import HandOn, InboundSink
 from core.channels.wechat.frames import InboundMessage, dedupe_key
 from core.channels.wechat.ilink import ILinkClient, ILinkError, SessionExpired
 from core.clock import Clock
 from core.store import channels as channel_rows
-from core.store.channels import Arrival, InboundRecord
+from core.store.channels import Arrival
 from core.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -36,12 +35,6 @@ log = logging.getLogger(__name__)
 RETRY_S = 2.0
 BACKOFF_S = 30.0
 FAILURES_BEFORE_BACKOFF = 3
-HAND_OVERS = 3  # failed hand-overs of one message before it is set aside for the person
-
-# Hands one stored message to the chat pipeline; returns the id of our message it became. It must be
-# idempotent by the record's id: a crash between handing a message on and marking it handled hands the same
-# record on again after the restart, and it must then give the same message, not a second one.
-InboundSink = Callable[[InboundRecord], Awaitable[int]]
 
 
 def body_of(message: InboundMessage) -> dict[str, Any]:
@@ -94,7 +87,7 @@ class WeChatReceiver:
         self._client = client
         self._channel_id = channel_id
         self._account = account
-        self._sink = sink
+        self._hand_on = HandOn(db, bus, clock, channel_id=channel_id, sink=sink)
         self.polls = 0
         self._shown = ""  # the status the channel has now
 
@@ -149,19 +142,6 @@ class WeChatReceiver:
                 cursor = updates.cursor
             await self._hand_on()
 
-    async def _hand_on(self) -> None:
-        """Hand every stored, unhandled message to the chat pipeline, oldest first. One that fails stays
-        owed (it is tried again after the next poll) and the others go on."""
-        for record in await self._db.read(lambda s: channel_rows.unhandled(s, self._channel_id)):
-            try:
-                message_id = await self._sink(record)
-            except Exception:
-                log.exception("wechat channel %s: handing on message %s failed", self._channel_id, record.key)
-                await asyncio.shield(self._failed(record))
-                continue
-            # Shielded: a stop that lands here still marks what the pipeline already has.
-            await asyncio.shield(self._handled(record, message_id))
-
     async def _store(self, arrivals: list[Arrival], cursor: str) -> None:
         now = self._clock.time()
 
@@ -169,34 +149,6 @@ class WeChatReceiver:
             channel_rows.store_batch(s, self._channel_id, arrivals, cursor=cursor, now=now)
 
         await self._db.write(store)
-
-    async def _failed(self, record: InboundRecord) -> None:
-        """One more failed hand-over; past HAND_OVERS the message is set aside (a needs-you row) so it
-        neither blocks the messages after it nor is retried after every poll for ever."""
-        now = self._clock.time()
-
-        def count(s: Session) -> bool:
-            if channel_rows.count_failed_hand_over(s, record.id) < HAND_OVERS:
-                return False
-            channel_rows.set_aside(s, record.id, now=now)
-            return True
-
-        if await self._db.write(count):
-            log.error(
-                "wechat channel %s: message %s set aside after %d tries",
-                self._channel_id,
-                record.key,
-                HAND_OVERS,
-            )
-            self._bus.publish(AttentionChanged())
-
-    async def _handled(self, record: InboundRecord, message_id: int) -> None:
-        now = self._clock.time()
-
-        def mark(s: Session) -> None:
-            channel_rows.mark_handled(s, record.id, message_id=message_id, now=now)
-
-        await self._db.write(mark)
 
     async def _status(self, status: str, reason: str) -> None:
         self._shown = status

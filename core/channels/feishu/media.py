@@ -1,0 +1,45 @@
+"""Attachments that come in on Feishu (docs/channels.md#media): an image or file of a message, fetched with
+the app's token from the message's resources and saved in the conversation's `inbox/` folder, under the same
+safe, stable names as WeChat's."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from core.channels.feishu.apps import FeishuApps
+from core.channels.feishu.rest import FeishuError
+from core.channels.wechat.frames import MediaRef
+from core.channels.wechat.media import MediaError, file_name_for, place
+from core.store import channels as channel_rows
+from core.store.database import Database
+
+
+class FeishuMedia:
+    def __init__(self, db: Database, apps: FeishuApps) -> None:
+        self._db = db
+        self._apps = apps
+
+    async def fetch(
+        self, channel_id: str, message_id: str, media: dict[str, Any], dest_dir: Path, *, stem: str
+    ) -> Path:
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
+        if channel is None:
+            raise MediaError("its channel was removed")
+        key = str(media.get("file_key") or "")
+        kind = "image" if media.get("type") == "image" else "file"
+        if not key:
+            raise MediaError("the message names no file")
+        try:
+            data = await (await self._apps.rest(channel)).resource(message_id, key, kind)
+        except FeishuError as exc:
+            raise MediaError(str(exc)) from exc
+        ref = MediaRef(
+            encrypted_query_param="", aes_key="", full_url="", file_name=str(media.get("file_name") or "")
+        )
+        name = file_name_for(ref, kind, stem, data[:16])
+        try:
+            return await asyncio.to_thread(place, data, dest_dir, name)
+        except OSError as exc:
+            raise MediaError(f"it could not be saved in {dest_dir}: {exc.strerror or exc}") from exc
