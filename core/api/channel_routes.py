@@ -1,6 +1,7 @@
 """The channel routes of the local API (docs/channels.md#channels-of-a-bot): a bot's channels, adding one
-(which starts its QR login, or for Feishu checks and connects the app), 测试连接 for an app, its status and login progress, who besides the owner may use it, a new login,
-the verify code a login may ask for, and removing one."""
+(which starts its QR login, or checks and connects a Feishu app), 测试连接 for an app, its status and login
+progress, who besides the owner may use it, a new login, the verify code a login may ask for, and removing
+one."""
 
 from __future__ import annotations
 
