@@ -12,8 +12,8 @@ import pytest
 
 from core.bus import EventBus
 from core.changes import AttentionChanged, ChannelChanged
-from core.channels.wechat.ilink import ILinkClient
 from core.channels.hand_on import HAND_OVERS
+from core.channels.wechat.ilink import ILinkClient
 from core.channels.wechat.receiver import BACKOFF_S, RETRY_S, WeChatReceiver
 from core.clock import FakeClock
 from core.store import channels as channel_rows
