@@ -13,6 +13,7 @@ from core.agent.session import AgentSession
 from core.agent.session_spec import SessionSpec
 from core.clock import FakeClock, SystemClock
 from core.host import Host
+from tests.fakes.fake_feishu import FakeFeishu
 from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.model_server import ScriptedModelServer
 from tests.integration.host_fixtures import make_host, running_api
@@ -27,6 +28,13 @@ async def ilink() -> AsyncIterator[FakeILink]:
     """A fake WeChat iLink server whose QR login is scanned and confirmed at once."""
     async with FakeILink(hold_s=0.2) as server:
         server.qr_script = ["scaned", "confirmed"]
+        yield server
+
+
+@pytest.fixture
+async def feishu() -> AsyncIterator[FakeFeishu]:
+    """A fake Feishu open platform: one app, its bot, the long connection and the message routes."""
+    async with FakeFeishu() as server:
         yield server
 
 

@@ -40,6 +40,7 @@ from core.clock import FakeClock
 from core.host import Host
 from core.ids import new_id
 from core.store import channels as channel_rows
+from tests.fakes.fake_feishu import FakeFeishu
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import TOKEN, make_host, running_api
@@ -110,6 +111,7 @@ class Route:
 
 SCHEDULE = {"kind": "weekly", "days": [0, 2], "time": "09:30", "tz": "Asia/Shanghai"}
 PRICE = {"input": 1, "output": "2.5", "cacheRead": 0.1, "cacheWrite": 1, "currency": "USD"}
+FEISHU_APP, FEISHU_SECRET = "cli_sweep0000000001", "sweep-secret"
 UNKNOWN_IDS = {
     "bot": "b_000000000000",
     "conversation": "c_000000000000",
@@ -148,7 +150,36 @@ ROUTES: dict[tuple[str, str], Route] = {
         body=lambda s: {"kind": "wechat"},
         fields=(Field(("kind",), "str", required=True),),
         strict=True,
-        more_bad=lambda s: [{"kind": "telegram"}, {"kind": ""}],
+        more_bad=lambda s: [
+            {"kind": "telegram"},
+            {"kind": ""},
+            {"kind": "feishu"},
+            {"kind": "feishu", "appId": "cli_x1234567", "appSecret": "s", "domain": "weibo"},
+            {"kind": "feishu", "appId": "not-an-app", "appSecret": "s"},
+            {"kind": "feishu", "appId": "cli_x1234567", "appSecret": ""},
+            {"kind": "feishu", "appId": FEISHU_APP, "appSecret": "wrong secret"},
+            {"kind": "feishu", "appId": FEISHU_APP, "appSecret": "wrong-secret", "domain": "lark"},
+        ],
+    ),
+    ("POST", "/api/channels/check-app"): Route(
+        body=lambda s: {
+            "kind": "feishu",
+            "appId": FEISHU_APP,
+            "appSecret": FEISHU_SECRET,
+            "domain": "feishu",
+        },
+        fields=(
+            Field(("kind",), "str", required=True),
+            Field(("appId",), "str", required=True),
+            Field(("appSecret",), "str", required=True),
+            Field(("domain",), "str"),
+        ),
+        strict=True,
+        more_bad=lambda s: [
+            {"kind": "wechat", "appId": FEISHU_APP, "appSecret": FEISHU_SECRET},
+            {"kind": "feishu", "appId": FEISHU_APP, "appSecret": "wrong-secret"},
+            {"kind": "feishu", "appId": "cli_other12345", "appSecret": FEISHU_SECRET},
+        ],
     ),
     ("GET", "/api/bots/{id}/channels/{channel}"): Route(params={"id": "bot", "channel": "channel"}),
     ("PUT", "/api/bots/{id}/channels/{channel}"): Route(
@@ -931,12 +962,24 @@ class Sweep:
 
 
 @pytest.fixture
+async def feishu() -> AsyncIterator[FakeFeishu]:
+    async with FakeFeishu(app_id=FEISHU_APP, app_secret=FEISHU_SECRET) as server:
+        yield server
+
+
+@pytest.fixture
 async def sweep(
-    tmp_path: Path, model_server: ScriptedModelServer, home: Path, clock: FakeClock, script: SessionScript
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    clock: FakeClock,
+    script: SessionScript,
+    feishu: FakeFeishu,
 ) -> AsyncIterator[Sweep]:
     secrets = MemorySecretStore()
-    # A channel added by a valid request tries its login here, where nothing listens, not at WeChat.
-    nowhere = {"ERRAND_WECHAT_BASE_URL": "http://127.0.0.1:9"}
+    # A channel added by a valid request tries its login here, where nothing listens, not at WeChat; an
+    # app is checked against the fake Feishu.
+    nowhere = {"ERRAND_WECHAT_BASE_URL": "http://127.0.0.1:9", "ERRAND_FEISHU_DOMAIN": feishu.url}
     host = make_host(
         tmp_path / "data", model_server.base_url, home=home, secrets=secrets, clock=clock, environ=nowhere
     )

@@ -23,7 +23,7 @@ class TellStrangers:
     def __init__(self) -> None:
         self.told: list[tuple[str, str]] = []
 
-    async def send_to_peer(self, channel_id: str, peer: str, text: str) -> str:
+    async def send_to_peer(self, channel_id: str, peer: str, text: str, *, reply_to: str = "") -> str:
         self.told.append((peer, text))
         return f"sent-{len(self.told)}"
 

@@ -86,6 +86,16 @@ class LongConnection:
 
     async def run(self) -> None:
         """Connect, take frames, reconnect; until cancelled."""
+        try:
+            await self._run()
+        finally:
+            # The SDK's chunk cache starts a clean-up task on the loop that built it; it goes with us.
+            cron = getattr(self._client._cache, "_cron", None)
+            if isinstance(cron, asyncio.Task):
+                cron.cancel()
+                await asyncio.gather(cron, return_exceptions=True)
+
+    async def _run(self) -> None:
         failures = 0
         while True:
             try:
