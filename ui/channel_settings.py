@@ -129,6 +129,7 @@ class ChannelSection(Section):
         self._bot_id = bot_id
         self._changed = changed
         self._calls = AsyncCalls()
+        self._shut = False
         self._reader = BotChannels(channels, self)
         self._reader.set_bot(bot_id)
         self._reader.changed.connect(self._show)
@@ -166,6 +167,7 @@ class ChannelSection(Section):
             self._reader.request()
 
     def shutdown(self) -> None:
+        self._shut = True  # a dialog closed from here on is not followed by a read
         self._reader.reset()
         self._calls.cancel_all()
         for dialog in (self.login_dialog, self.feishu_dialog):
@@ -250,9 +252,11 @@ class ChannelSection(Section):
     def _login_closed(self, dialog: WeChatLoginDialog) -> None:
         if self.login_dialog is dialog:
             self.login_dialog = None
-        self._reader.request()
+        if not self._shut:
+            self._reader.request()
 
     def _feishu_closed(self, dialog: FeishuConnectDialog) -> None:
         if self.feishu_dialog is dialog:
             self.feishu_dialog = None
-        self._reader.request()
+        if not self._shut:
+            self._reader.request()
