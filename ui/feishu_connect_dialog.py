@@ -38,8 +38,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from PySide6.QtCore import QRect, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QFontMetrics, QResizeEvent
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import QCloseEvent, QFontMetrics, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QDialog,
     QFrame,
@@ -90,8 +90,23 @@ class ReservedLine(QLabel):
         self.setWordWrap(True)
         self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self._message = ""
+        self._height = QFontMetrics(self.font()).lineSpacing() * lines + 2
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.setFixedHeight(QFontMetrics(self.font()).lineSpacing() * lines + 2)
+        self.setFixedHeight(self._height)
+
+    # Its room is its own, whatever the words: a wrapping label's height-for-width would let the layout
+    # give it less (rows then overlap) or more (rows then move).
+    def hasHeightForWidth(self) -> bool:
+        return False
+
+    def heightForWidth(self, width: int) -> int:
+        return self._height
+
+    def sizeHint(self) -> QSize:
+        return QSize(0, self._height)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self._height)
 
     def message(self) -> str:
         """All of the words, however many are shown."""
@@ -127,6 +142,10 @@ class ReservedLine(QLabel):
                 high = middle - 1
         self.setText(full[:low].rstrip() + "…")
         self.setToolTip(full)
+
+
+def _line(name: str, words: str) -> str:
+    return f"{name} · {words}" if words else name
 
 
 def permission_words(permission: Permission) -> str:
@@ -180,12 +199,15 @@ class FeishuConnectDialog(QDialog):
         self.intro = small_label(t("feishu.intro"), "muted", "feishuIntro", self)
         fields = self._build_fields()
 
-        permissions = self._list_section(
-            t("feishu.permissions"),
-            [(p.scope, permission_words(p)) for p in PERMISSIONS],
-            "feishuPermission",
-        )
-        events = self._list_section(t("feishu.events"), [(e, event_words(e)) for e in EVENTS], "feishuEvent")
+        scopes = [(p.scope, permission_words(p)) for p in PERMISSIONS]
+        subscriptions = [(e, event_words(e)) for e in EVENTS]
+        # Both lists' words start at one edge: the names' column is as wide as the widest name in either.
+        mono = QFontMetrics(theme.font("mono"))
+        names_width = max(mono.horizontalAdvance(name) for name, _words in (*scopes, *subscriptions))
+        permissions = self._list_section(t("feishu.permissions"), scopes, "feishuPermission", names_width)
+        events = self._list_section(t("feishu.events"), subscriptions, "feishuEvent", names_width)
+        self._permission_lines = [_line(name, words) for name, words in scopes]
+        self._event_lines = [_line(name, words) for name, words in subscriptions]
         self.where = small_label(t("feishu.console_where"), "faint", "feishuWhere", self)
         self.where.setTextInteractionFlags(SELECTABLE)
 
@@ -267,7 +289,9 @@ class FeishuConnectDialog(QDialog):
         grid.setColumnStretch(1, 1)
         return well
 
-    def _list_section(self, title: str, items: list[tuple[str, str]], name: str) -> QVBoxLayout:
+    def _list_section(
+        self, title: str, items: list[tuple[str, str]], name: str, names_width: int
+    ) -> QVBoxLayout:
         """A small label over a well listing names (selectable, to paste into the console) and what each
         is for."""
         heading = QLabel(title, self)
@@ -279,7 +303,6 @@ class FeishuConnectDialog(QDialog):
         grid.setContentsMargins(14, 10, 14, 10)
         grid.setHorizontalSpacing(16)
         grid.setVerticalSpacing(5)
-        lines: list[str] = []
         for row, (code, words) in enumerate(items):
             code_label = QLabel(code, well)
             code_label.setObjectName(f"{name}Name")
@@ -288,12 +311,8 @@ class FeishuConnectDialog(QDialog):
             words_label = small_label(words, "muted", f"{name}Words", well)
             grid.addWidget(code_label, row, 0, Qt.AlignmentFlag.AlignTop)
             grid.addWidget(words_label, row, 1, Qt.AlignmentFlag.AlignTop)
-            lines.append(f"{code} · {words}" if words else code)
+        grid.setColumnMinimumWidth(0, names_width)
         grid.setColumnStretch(1, 1)
-        if name == "feishuPermission":
-            self._permission_lines = lines
-        else:
-            self._event_lines = lines
         section = QVBoxLayout()
         section.setSpacing(6)
         section.addWidget(heading)
@@ -357,7 +376,9 @@ class FeishuConnectDialog(QDialog):
         if self._busy:
             return None
         config = self.config()
+        # Whatever was said about the last try no longer holds once another is asked for.
         self.error.set_message("")
+        self._show_result("")
         missing = {"appId": "feishu.error.app_id_missing", "appSecret": "feishu.error.app_secret_missing"}
         refused = [field for field in missing if not config[field]]
         for field in FIELDS:
@@ -365,7 +386,6 @@ class FeishuConnectDialog(QDialog):
         if refused:
             self.inputs[refused[0]].setFocus(Qt.FocusReason.OtherFocusReason)
             return None
-        self._show_result("")
         return config
 
     # -- showing ---------------------------------------------------------------------------------------
@@ -428,6 +448,29 @@ class FeishuConnectDialog(QDialog):
     def _add_refused(self, exc: Exception) -> None:
         if not self._closed:
             self._refused(exc, "feishu.add_failed")
+
+    # -- sizing ----------------------------------------------------------------------------------------
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self._fit_height()
+        super().showEvent(event)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._fit_height()
+
+    def _fit_height(self) -> None:
+        """Tall enough for every line at this width: a window's minimum height does not follow its
+        wrapped text by itself, and a squeezed form lays its rows over each other."""
+        layout = self.layout()
+        if layout is None or not layout.hasHeightForWidth():
+            return
+        needed = layout.totalHeightForWidth(self.width())
+        if needed != self.minimumHeight():
+            self.setMinimumHeight(needed)
+        if self.height() < needed:
+            self.resize(self.width(), needed)
 
     # -- closing ---------------------------------------------------------------------------------------
 

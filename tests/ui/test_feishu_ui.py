@@ -119,8 +119,8 @@ async def test_connect_feishu_opens_a_dialog_that_lists_what_the_app_needs(
         "im:message.history:readonly · catch up on messages sent while the app was off (optional)"
     ]
     assert dialog.event_lines() == [
-        "im.message.receive_v1 · Receive messages (event)",
-        "card.action.trigger · Buttons on cards (callback)",
+        "im.message.receive_v1 · receive messages (event)",
+        "card.action.trigger · buttons on cards (callback)",
     ]
     assert [line.split(" · ")[0] for line in dialog.event_lines()] == list(EVENTS)
     assert "Events & Callbacks" in dialog.where.text() and "persistent connection" in dialog.where.text()
@@ -184,6 +184,18 @@ async def test_a_refused_secret_is_said_under_app_secret_until_it_is_edited(
     assert dialog.errors["appSecret"].text() == "Feishu refused the app's credentials (10014)"
     assert dialog.field_error("appId") == "" and dialog.error_text == "" and dialog.result_text == ""
     assert dialog.secret_input.hasFocus()
+    assert places(dialog) == before
+    # Long words are cut to their room rather than spilling over 域名 (all of them in the tooltip).
+    long = (
+        "Feishu refused the app's credentials (10014): " + "copy the App Secret again from the console. " * 4
+    )
+    channels.check_error = InvalidInputError("appSecret", long.strip())
+    QTest.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
+    await wait_until(lambda: dialog.field_error("appSecret") == long.strip())
+    shown = dialog.errors["appSecret"]
+    assert shown.text().endswith("…") and shown.toolTip() == long.strip()
+    assert shown.geometry().bottom() < dialog.domain_combo.geometry().top()
+    assert dialog.secret_input.geometry().bottom() < shown.geometry().top()
     assert places(dialog) == before
 
     QTest.keyClicks(dialog.secret_input, "x")
