@@ -33,7 +33,7 @@ QR_URL = "https://liteapp.weixin.qq.com/q/7GiQu1?qrcode={n}&bot_type=3"
 FEISHU_BOT = "Errand Bot"
 FEISHU_DOMAINS = ("feishu", "lark")
 # The kinds the fake makes: the real service's, and Feishu, whose channels the UI connects by app.
-FAKE_KINDS = (*KINDS, *(("feishu",) if "feishu" not in KINDS else ()))
+FAKE_KINDS = tuple(dict.fromkeys((*KINDS, "feishu")))
 
 
 class FakeChannels:
