@@ -4,12 +4,17 @@
 
 Runs offscreen. For both schemes it writes into OUT_DIR (default /tmp/errand-shots):
 channels-panel-<scheme>-<lang>.png (the bot panel's 渠道 group: the desktop, a connected, an expired and a
-failed WeChat channel, and 连接微信), channels-login-qr-<scheme>-<lang>.png (the login dialog showing its QR
-code), channels-login-verify-<scheme>-<lang>.png (the verify-code step with too few digits refused),
-channels-login-expired-<scheme>-<lang>.png (a second code after the first expired),
+failed WeChat channel, a Feishu one in trouble, and 连接微信), channels-login-qr-<scheme>-<lang>.png (the
+login dialog showing its QR code), channels-login-verify-<scheme>-<lang>.png (the verify-code step with
+too few digits refused), channels-login-expired-<scheme>-<lang>.png (a second code after the first expired),
 channels-login-failed-<scheme>-<lang>.png (a failed login with 再试一次), channels-chat-<scheme>-<lang>.png
-(a WeChat conversation: 「在微信里回复」 in place of the composer, 微信 after its title in the sidebar) and
-channels-settings-<scheme>-<lang>.png (bot settings' 渠道 section with a removal being confirmed).
+(a WeChat conversation: 「在微信里回复」 in place of the composer, 微信 after its title in the sidebar),
+channels-settings-<scheme>-<lang>.png (bot settings' 渠道 section with a removal being confirmed), and for
+Feishu: channels-feishu-empty-<scheme>-<lang>.png (连接飞书 as it opens), channels-feishu-tested-...
+(after 测试连接 named the bot), channels-feishu-missing-... (empty fields refused in place),
+channels-feishu-refused-... (a secret the platform refused), channels-feishu-unavailable-... (the platform
+out of reach, said above the buttons) and channels-feishu-settings-... (a 渠道 section with Feishu and Lark
+rows: connected, reconnecting, unhealthy).
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from bench.render_runner import render_main, settle
 from core.changes import ChannelChanged
+from core.errors import InvalidInputError, UnavailableError
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_channels import FakeChannels
@@ -72,6 +81,10 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
         reason="微信结束了这次登录" if zh else "WeChat ended the session",
     )
     channels.put(status="error", account="wxid_home03@im.bot", reason="the connection failed; see the log")
+    channels.put_feishu(
+        status="unhealthy",
+        reason="补拉发现 2 条长连接没送到的消息" if zh else "catch-up found 2 messages it missed",
+    )
 
     await window.refresh()
     window.open_conversation(wechat.id)
@@ -119,11 +132,87 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     save("settings", settings)
     settings.reject()
 
+    await render_feishu(bots, window, save, zh)
+
     window.shutdown()
     bridge.close()
     window.close()
     window.deleteLater()
     return paths
+
+
+async def render_feishu(
+    bots: FakeBotFacade, window: MainWindow, save: Callable[[str, QWidget], None], zh: bool
+) -> None:
+    """连接飞书 empty, tested, refused and out of reach; then a 渠道 section with Feishu and Lark rows."""
+    channels = FakeChannels()
+    settings = BotSettingsDialog(bots, "bot-1", window, channels=channels)
+    settings.resize(640, 760)
+    settings.show()
+    await settings.load()
+    await settle()
+    section = settings.channel_section
+    if section is None:
+        settings.reject()
+        return
+    dialog = section.open_feishu()
+    await settle()
+    save("feishu-empty", dialog)
+    QTest.keyClicks(dialog.app_id_input, "cli_a5f3e2d1c0b9a8f7")
+    QTest.keyClicks(dialog.secret_input, "kXq4Vb9mN2pLr7Ts8Wy3Zc")
+    dialog.test_app()
+    await settle()
+    save("feishu-tested", dialog)
+    for field in (dialog.app_id_input, dialog.secret_input):  # erased as a person would
+        field.selectAll()
+        QTest.keyClick(field, Qt.Key.Key_Backspace)
+    dialog.test_app()  # both refused here, before anything is asked
+    await settle()
+    save("feishu-missing", dialog)
+    QTest.keyClicks(dialog.app_id_input, "cli_a5f3e2d1c0b9a8f7")
+    QTest.keyClicks(dialog.secret_input, "wrong-secret")
+    dialog.domain_combo.setCurrentIndex(1)
+    refused = (
+        "飞书不认这组 App ID 和 App Secret（10014），请到「凭证与基础信息」里重新复制"
+        if zh
+        else "Lark did not accept this App ID and App Secret (10014); copy both again from Credentials"
+    )
+    channels.check_error = InvalidInputError("appSecret", refused)
+    dialog.test_app()
+    await settle()
+    save("feishu-refused", dialog)
+    channels.check_error = UnavailableError(
+        "连不上 open.larksuite.com，请检查网络或代理。"
+        if zh
+        else "Can't reach open.larksuite.com; check the network or proxy."
+    )
+    QTest.keyClicks(dialog.secret_input, "x")
+    dialog.test_app()
+    await settle()
+    save("feishu-unavailable", dialog)
+    dialog.reject()
+    await settle()
+
+    channels.put_feishu()
+    channels.put_feishu(status="reconnecting", name="运维助手" if zh else "Ops Helper")
+    channels.put_feishu(
+        status="unhealthy",
+        app_id="cli_b7c8d9e0f1a2",
+        name="",
+        domain="lark",
+        reason="补拉发现 2 条长连接没送到的消息"
+        if zh
+        else "catch-up found 2 messages the connection never delivered",
+    )
+    await settings.load()
+    await settle()
+    scroll = settings.findChild(QScrollArea, "settingsScroll")
+    if scroll is not None:
+        scroll.ensureWidgetVisible(section.connect_feishu_button, 0, 40)
+    await settle()
+    save("feishu-settings", settings)
+    settings.reject()
+    await settle()
 
 
 def main() -> None:

@@ -7,6 +7,9 @@
       WeChat ended the session (-14)      [重新扫码]
     ● 微信                                   连接中      grey: a login under way, or before the first poll
                                          [查看二维码]
+    ● 飞书 · Errand Bot                     正在重连      amber: Feishu's long connection is being made again
+    ● Lark · cli_a1b2c3                     连接异常      amber: connected, but messages went missing
+      catch-up found 2 messages the connection missed
 
 `BotChannels` reads one bot's channels through the ChannelFacade while the view is shown and says `changed`
 when they differ; the words and dots live here so both places say the same thing.
@@ -31,13 +34,19 @@ from ui.wrapped_label import WrappedLabel
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("connected", "connecting", "login_expired", "error")
+STATUSES = ("connected", "connecting", "reconnecting", "unhealthy", "login_expired", "error")
+# Still there, but not as it should be: the dot turns amber and the reason (if any) goes under the row.
+TROUBLED = ("reconnecting", "unhealthy")
+# Only something the person does brings these back: red, with the reason under the row.
+FAILED = ("login_expired", "error")
 # A login that is still asking the person for something: its code can be shown again.
 LIVE_LOGIN = ("wait", "scanned", "need_verify_code")
+# The channels logged in by scanning a QR code; the others (Feishu) connect with an app's credentials.
+QR_KINDS = ("wechat",)
 
 
 def kind_name(kind: str) -> str:
-    """「微信」 for wechat, 「桌面」 for the desktop; an unknown kind as it is spelt."""
+    """「微信」 for wechat, 「飞书」 for feishu, 「桌面」 for the desktop; an unknown kind as it is spelt."""
     if kind == "desktop":
         return t("task.channel.desktop")
     key = f"channel.{kind}"
@@ -45,31 +54,58 @@ def kind_name(kind: str) -> str:
     return kind if named == key else named
 
 
+def platform_name(view: ChannelView) -> str:
+    """The kind as the person knows it: a Feishu channel on Lark's domain is 「Lark」."""
+    if view.kind == "feishu" and view.domain == "lark":
+        return t("channel.lark")
+    return kind_name(view.kind)
+
+
 def channel_title(view: ChannelView) -> str:
     """「微信 · wxid_a1b2c3」, or just 「微信」 before an account is known. The account's @domain adds
-    nothing a person recognises."""
-    account = view.account.split("@", 1)[0]
-    return f"{kind_name(view.kind)} · {account}" if account else kind_name(view.kind)
+    nothing a person recognises. A Feishu app's bot goes by its own name (「飞书 · Errand Bot」), else by
+    the app id."""
+    account = view.name or view.account.split("@", 1)[0]
+    return f"{platform_name(view)} · {account}" if account else platform_name(view)
+
+
+def known_status(view: ChannelView) -> str:
+    return view.status if view.status in STATUSES else "error"
+
+
+def is_failed(view: ChannelView) -> bool:
+    return known_status(view) in FAILED
+
+
+def shown_reason(view: ChannelView) -> str:
+    """The reason said under the row: why it failed, or what is wrong while it is troubled."""
+    return view.reason if known_status(view) in (*FAILED, *TROUBLED) else ""
 
 
 def channel_dot(view: ChannelView) -> DotState:
-    if view.status == "connected":
+    status = known_status(view)
+    if status == "connected":
         return "working"
-    if view.status in ("login_expired", "error"):
+    if status in TROUBLED:
+        return "needs"
+    if status in FAILED:
         return "failed"
     return "idle"
 
 
 def status_word(view: ChannelView) -> str:
-    """已连接 / 连接中 / 登录已过期 / 出错."""
-    status = view.status if view.status in STATUSES else "error"
-    return t(f"channels.status.{status}")
+    """已连接 / 连接中 / 正在重连 / 连接异常 / 登录已过期 / 出错."""
+    return t(f"channels.status.{known_status(view)}")
 
 
 def status_words(view: ChannelView) -> str:
-    """The whole state in words: 「出错：<reason>」 for an error, else the status word."""
-    if view.status == "error" and view.reason:
+    """The whole state in words: 「出错：<reason>」 for an error, 「连接异常：<reason>」 for a troubled
+    connection, else the status word."""
+    status = known_status(view)
+    if status == "error" and view.reason:
         return t("channels.error_line", reason=view.reason)
+    if status in TROUBLED and view.reason:
+        return t("channels.status_line", status=status_word(view), reason=view.reason)
     return status_word(view)
 
 
@@ -79,8 +115,10 @@ def login_live(view: ChannelView) -> bool:
 
 def row_action(view: ChannelView) -> str:
     """What a row offers: 'again' (重新扫码) when only a new scan helps, 'show' (查看二维码) while a login
-    waits for the person, '' otherwise."""
-    if view.status in ("login_expired", "error"):
+    waits for the person, '' otherwise. Only a QR login is scanned: a Feishu row offers neither."""
+    if view.kind not in QR_KINDS:
+        return ""
+    if view.status in FAILED:
         return "again"
     if login_live(view):
         return "show"
@@ -104,10 +142,10 @@ class PanelChannelRow(QWidget):
         self.title.setObjectName("panelChannelTitle")
         self.status_label = QLabel(status_word(view) if view else t("panel.connected"), self)
         self.status_label.setObjectName("panelChannelStatus")
-        failed = view is not None and view.status in ("login_expired", "error")
+        failed = view is not None and is_failed(view)
         self.status_label.setProperty("role", "danger" if failed else "muted")
         self.status_label.setFont(theme.font("small"))
-        detail = view.reason if view is not None and failed else ""
+        detail = shown_reason(view) if view is not None else ""
         self.reason_label = WrappedLabel(detail, self)
         self.reason_label.setObjectName("panelChannelReason")
         self.reason_label.setTextFormat(Qt.TextFormat.PlainText)

@@ -1,11 +1,12 @@
 """Bot settings' 渠道 section (docs/desktop.md#channels): the bot's channels, each with what can be done to
-it, and 连接微信 at the end:
+it, and 连接微信 and 连接飞书 at the end:
 
     渠道    ● 微信 · wxid_a1b2c3   已连接                              [移除]
             ● 微信 · wxid_d4e5f6   登录已过期               [重新扫码] [移除]
               移除这个微信渠道?它不再收消息,登录也会清除;已有的对话会保留。
               [移除] [取消]                                    asked in place before anything goes
-            [连接微信]
+            ● 飞书 · Errand Bot    正在重连                            [移除]
+            [连接微信] [连接飞书]                                   连接飞书: ui.feishu_connect_dialog
 
 Everything here acts at once through the ChannelFacade (a login, a removal), not on the dialog's Save:
 a channel is not a setting that waits. The section re-reads on the bridge's `channelChanged`.
@@ -24,9 +25,21 @@ from core.channels.service import ChannelView
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
-from ui.channel_rows import BotChannels, channel_dot, channel_title, row_action, status_word, status_words
+from ui.channel_rows import (
+    QR_KINDS,
+    BotChannels,
+    channel_dot,
+    channel_title,
+    is_failed,
+    platform_name,
+    row_action,
+    shown_reason,
+    status_word,
+    status_words,
+)
 from ui.delete_confirm import DeleteConfirm
 from ui.elided_text import ElidedText
+from ui.feishu_connect_dialog import FeishuConnectDialog, open_feishu_connect
 from ui.form import Section, button, small_label
 from ui.i18n import t
 from ui.status_dot import StatusDot
@@ -49,11 +62,10 @@ class SettingsChannelRow(QWidget):
         self.title.setObjectName("settingsChannelTitle")
         self.status_label = QLabel(status_word(view), self)
         self.status_label.setObjectName("settingsChannelStatus")
-        failed = view.status in ("login_expired", "error")
-        self.status_label.setProperty("role", "danger" if failed else "muted")
+        self.status_label.setProperty("role", "danger" if is_failed(view) else "muted")
         self.status_label.setFont(theme.font("small"))
         # The reason goes under the name, where it may wrap, so the name keeps its room.
-        self.reason_label = small_label(view.reason if failed else "", "faint", "settingsHint", self)
+        self.reason_label = small_label(shown_reason(view), "faint", "settingsHint", self)
         self.reason_label.setContentsMargins(self.dot.sizeHint().width() + 8, 0, 0, 0)
         action = row_action(view)
         self.login_button: QPushButton | None = None
@@ -65,8 +77,14 @@ class SettingsChannelRow(QWidget):
             )
         self.remove_button = button(t("channels.remove"), self, "quiet")
         self.remove_button.clicked.connect(lambda _checked=False: self.ask_remove())
+        # A QR login's channel forgets its login; an app's channel forgets the app's credentials.
+        question = (
+            t("channels.remove_confirm")
+            if view.kind in QR_KINDS
+            else t("channels.remove_confirm_app", channel=platform_name(view))
+        )
         self.confirm = DeleteConfirm(
-            t("channels.remove_confirm"),
+            question,
             (t("channels.remove"), t("channels.removing"), t("settings.cancel")),
             lambda: section.remove(self),
             self.cancel_remove,
@@ -111,22 +129,31 @@ class ChannelSection(Section):
         self._bot_id = bot_id
         self._changed = changed
         self._calls = AsyncCalls()
+        self._shut = False
         self._reader = BotChannels(channels, self)
         self._reader.set_bot(bot_id)
         self._reader.changed.connect(self._show)
         self._reader.failed.connect(self._say)
         self.rows: list[SettingsChannelRow] = []
         self.login_dialog: WeChatLoginDialog | None = None
+        self.feishu_dialog: FeishuConnectDialog | None = None
         self.none_label = small_label(t("channels.none"), "faint", "settingsHint", self.well)
         self.connect_button = button(t("channels.connect_wechat"), self.well)
         self.connect_button.clicked.connect(lambda _checked=False: self.open_login(""))
+        self.connect_feishu_button = button(t("channels.connect_feishu"), self.well)
+        self.connect_feishu_button.clicked.connect(lambda _checked=False: self.open_feishu())
         self.error = small_label("", "danger", "settingsError", self.well)
         self._tail = QWidget(self.well)
+        buttons = QHBoxLayout()
+        buttons.setSpacing(8)
+        buttons.addWidget(self.connect_button)
+        buttons.addWidget(self.connect_feishu_button)
+        buttons.addStretch(1)
         tail = QVBoxLayout(self._tail)
         tail.setContentsMargins(14, 10, 14, 10)
         tail.setSpacing(6)
         tail.addWidget(self.none_label)
-        tail.addWidget(self.connect_button, 0, Qt.AlignmentFlag.AlignLeft)
+        tail.addLayout(buttons)
         tail.addWidget(self.error)
         self.add(self._tail)
         if changed is not None:
@@ -140,11 +167,13 @@ class ChannelSection(Section):
             self._reader.request()
 
     def shutdown(self) -> None:
+        self._shut = True  # a dialog closed from here on is not followed by a read
         self._reader.reset()
         self._calls.cancel_all()
-        if self.login_dialog is not None:
-            with contextlib.suppress(RuntimeError):  # gone with the settings dialog already
-                self.login_dialog.reject()
+        for dialog in (self.login_dialog, self.feishu_dialog):
+            if dialog is not None:
+                with contextlib.suppress(RuntimeError):  # gone with the settings dialog already
+                    dialog.reject()
 
     def row(self, channel_id: str) -> SettingsChannelRow | None:
         return next((r for r in self.rows if r.view.id == channel_id), None)
@@ -168,6 +197,16 @@ class ChannelSection(Section):
         self.login_dialog = dialog
         return dialog
 
+    def open_feishu(self) -> FeishuConnectDialog:
+        """连接飞书: the app's credentials, checked and connected in the dialog; the list follows on close."""
+        if self.feishu_dialog is not None:
+            self.feishu_dialog.raise_()
+            return self.feishu_dialog
+        dialog = open_feishu_connect(self._channels, self._bot_id, self._calls, parent=self.window())
+        dialog.finished.connect(lambda _result: self._feishu_closed(dialog))
+        self.feishu_dialog = dialog
+        return dialog
+
     def remove(self, row: SettingsChannelRow) -> None:
         row.confirm.set_busy(True)
         self.error.hide()
@@ -183,7 +222,7 @@ class ChannelSection(Section):
     def _show(self) -> None:
         layout = self.well.layout()
         assert layout is not None
-        # Rows and their lines go; the tail (连接微信) and the line above it are built again below.
+        # Rows and their lines go; the tail (连接微信, 连接飞书) and the line above it are built again below.
         while layout.count():
             item = layout.takeAt(0)
             widget = item.widget() if item is not None else None
@@ -213,4 +252,11 @@ class ChannelSection(Section):
     def _login_closed(self, dialog: WeChatLoginDialog) -> None:
         if self.login_dialog is dialog:
             self.login_dialog = None
-        self._reader.request()
+        if not self._shut:
+            self._reader.request()
+
+    def _feishu_closed(self, dialog: FeishuConnectDialog) -> None:
+        if self.feishu_dialog is dialog:
+            self.feishu_dialog = None
+        if not self._shut:
+            self._reader.request()

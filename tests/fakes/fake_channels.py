@@ -1,15 +1,20 @@
 """An in-memory ChannelFacade for UI tests and renders.
 
-Channels are set up by hand (`put`) or made by `add` as the real service makes them: `connecting`, with a
-QR login whose first code is there. A test then walks the login the way the platform would: `scan`,
-`ask_verify_code`, `expire_code` (a new code, three in all, then the login fails as the real one does),
-`confirm`, `fail`; and moves a channel's own status with `connect`, `expire_login` and `set_error`.
+Channels are set up by hand (`put`) or made by `add` as the real service makes them. WeChat: `connecting`,
+with a QR login whose first code is there. Feishu: its config checked field by field (an empty appId or
+appSecret, a domain other than feishu or lark, is refused with that field as the real service does), then
+`connected`, named by the config's "name" or "Errand Bot", the app id as its account; `check_app` checks the
+same way and answers an AppCheck with that name. A test then walks a WeChat login the way the platform
+would: `scan`, `ask_verify_code`, `expire_code` (a new code, three in all, then the login fails as the real
+one does), `confirm`, `fail`; and moves a channel's own status with `connect`, `expire_login`, `set_error`
+and `set_status` (Feishu's reconnecting and unhealthy).
 `enter_verify_code` checks the digits with the real checker, so a refusal carries the real field and words.
 
 It publishes nothing itself: `on_change(callback)` is told the channel id after every change, and a test
 hands that on (to the bus, so the bridge's `channelChanged` follows; or straight to a view). Every command
-is recorded in `calls`; `add_gate` holds `add` and `log_in_again` until set, so a test can see the UI not
-wait; `add_error` makes them raise.
+is recorded in `calls` (and the configs `add` and `check_app` were given in `configs`); `add_gate` holds
+`add`, `check_app` and `log_in_again` until set, so a test can see the UI not wait; `add_error` makes `add`
+and `log_in_again` raise, `check_error` makes `check_app` raise (after the gate, as a platform's answer).
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from core.channels.wechat.login import MAX_CODES, LoginProgress, checked_verify_
 from core.errors import InvalidInputError, NotFoundError
 
 QR_URL = "https://liteapp.weixin.qq.com/q/7GiQu1?qrcode={n}&bot_type=3"
+FEISHU_BOT = "Errand Bot"
+FEISHU_DOMAINS = ("feishu", "lark")
+# The kinds the fake makes: the real service's, and Feishu, whose channels the UI connects by app.
+FAKE_KINDS = tuple(dict.fromkeys((*KINDS, "feishu")))
 
 
 class FakeChannels:
@@ -38,6 +47,8 @@ class FakeChannels:
         self.codes_entered: list[tuple[str, str]] = []  # (channel id, digits) the facade took
         self.add_gate: asyncio.Event | None = None
         self.add_error: Exception | None = None
+        self.check_error: Exception | None = None
+        self.configs: list[tuple[str, dict[str, object]]] = []  # ("add" | "check_app", the config given)
         self.reads = 0
 
     # ---- ChannelFacade -----------------------------------------------------------------------------
@@ -52,10 +63,29 @@ class FakeChannels:
 
     async def add(self, bot_id: str, kind: str, config: Mapping[str, object] | None = None) -> ChannelView:
         self.calls.append(("add", bot_id, kind))
-        if kind not in KINDS:
-            raise InvalidInputError("kind", f"must be one of {', '.join(KINDS)}, not {kind!r}")
+        if kind not in FAKE_KINDS:
+            raise InvalidInputError("kind", f"must be one of {', '.join(FAKE_KINDS)}, not {kind!r}")
         self._bot(bot_id)
-        await self._held()
+        if kind == "feishu":
+            self.configs.append(("add", dict(config or {})))
+            app_id, domain = _checked_app(config or {})
+            await self._held(self.add_error)
+            name = str((config or {}).get("name") or FEISHU_BOT)
+            view = ChannelView(
+                f"ch_{next(self._ids):012x}",
+                bot_id,
+                kind,
+                app_id,
+                "",
+                "connected",
+                "",
+                None,
+                name=name,
+                domain=domain,
+            )
+            self._set(view)
+            return view
+        await self._held(self.add_error)
         channel_id = f"ch_{next(self._ids):012x}"
         view = ChannelView(channel_id, bot_id, kind, "", "", "connecting", "", _first_code())
         self._set(view)
@@ -63,13 +93,17 @@ class FakeChannels:
 
     async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:
         self.calls.append(("check_app", kind))
-        await self._held()
-        return AppCheck("Errand Bot", "ou_bot")
+        self.configs.append(("check_app", dict(config)))
+        if kind != "feishu":
+            raise InvalidInputError("kind", f"{kind!r} has no app to check")
+        _checked_app(config)
+        await self._held(self.check_error)
+        return AppCheck(str(config.get("name") or FEISHU_BOT), "ou_bot")
 
     async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:
         self.calls.append(("log_in_again", bot_id, channel_id))
         self._channel(bot_id, channel_id)
-        await self._held()
+        await self._held(self.add_error)
         view = replace(self._channels[channel_id], status="connecting", reason="", login=_first_code())
         self._set(view)
         return view
@@ -103,11 +137,39 @@ class FakeChannels:
         reason: str = "",
         login: LoginProgress | None = None,
         kind: str = "wechat",
+        name: str = "",
+        domain: str = "",
     ) -> ChannelView:
         """A channel as if it had been connected earlier."""
-        view = ChannelView(f"ch_{next(self._ids):012x}", bot_id, kind, account, owner, status, reason, login)
+        view = ChannelView(
+            f"ch_{next(self._ids):012x}",
+            bot_id,
+            kind,
+            account,
+            owner,
+            status,
+            reason,
+            login,
+            name=name,
+            domain=domain,
+        )
         self._set(view)
         return view
+
+    def put_feishu(
+        self,
+        bot_id: str = "bot-1",
+        status: str = "connected",
+        *,
+        app_id: str = "cli_a1b2c3d4e5f6",
+        name: str = FEISHU_BOT,
+        domain: str = "feishu",
+        reason: str = "",
+    ) -> ChannelView:
+        """A Feishu (or Lark) channel as if its app had been connected earlier."""
+        return self.put(
+            bot_id, status, account=app_id, owner="", reason=reason, kind="feishu", name=name, domain=domain
+        )
 
     def channel(self, channel_id: str) -> ChannelView:
         return self._channels[channel_id]
@@ -150,6 +212,10 @@ class FakeChannels:
     def set_error(self, channel_id: str, reason: str) -> None:
         self._set(replace(self._channels[channel_id], status="error", reason=reason))
 
+    def set_status(self, channel_id: str, status: str, reason: str = "") -> None:
+        """Any status, as Feishu's long connection moves (reconnecting, unhealthy, connected)."""
+        self._set(replace(self._channels[channel_id], status=status, reason=reason))
+
     # ---- helpers -----------------------------------------------------------------------------------
 
     def _progress(self, channel_id: str) -> LoginProgress:
@@ -169,11 +235,11 @@ class FakeChannels:
         for listener in list(self._listeners):
             listener(channel_id)
 
-    async def _held(self) -> None:
+    async def _held(self, error: Exception | None) -> None:
         if self.add_gate is not None:
             await self.add_gate.wait()
-        if self.add_error is not None:
-            raise self.add_error
+        if error is not None:
+            raise error
 
     def _bot(self, bot_id: str) -> None:
         if self._known is not None and bot_id not in self._known:
@@ -189,3 +255,16 @@ class FakeChannels:
 
 def _first_code() -> LoginProgress:
     return LoginProgress("wait", QR_URL.format(n=1), codes=1)
+
+
+def _checked_app(config: Mapping[str, object]) -> tuple[str, str]:
+    """(app id, domain), or the refusal the real service gives a bad field."""
+    app_id = str(config.get("appId") or "").strip()
+    if not app_id:
+        raise InvalidInputError("appId", "is empty")
+    if not str(config.get("appSecret") or "").strip():
+        raise InvalidInputError("appSecret", "is empty")
+    domain = str(config.get("domain") or "")
+    if domain not in FEISHU_DOMAINS:
+        raise InvalidInputError("domain", f"must be feishu or lark, not {domain!r}")
+    return app_id, domain
