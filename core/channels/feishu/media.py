@@ -1,6 +1,6 @@
-"""Attachments that come in on Feishu (docs/channels.md#media-on-feishu): an image or file of a message, fetched with
-the app's token from the message's resources and saved in the conversation's `inbox/` folder, under the same
-safe, stable names as WeChat's."""
+"""Attachments that come in on Feishu (docs/channels.md#media-on-feishu): an image or file of a message,
+fetched with the app's token from the message's resources and saved in the conversation's `inbox/` folder,
+under the same safe, stable names as WeChat's."""
 
 from __future__ import annotations
 
