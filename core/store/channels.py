@@ -346,9 +346,13 @@ def count_send(s: Session, channel_id: str, peer: str, *, used_up: bool = False)
 
 
 def mark_refused(s: Session, channel_id: str, peer: str, *, now: float) -> None:
+    """`peer` was told the bot does not serve them. In a Feishu group the person is not the chat that
+    wrote, so they may have no row yet."""
     row = s.get(ChannelPeerRow, (channel_id, peer))
     if row is None:
-        raise NotFoundError("channel peer", f"{channel_id}/{peer}")
+        _row(s, channel_id)
+        row = ChannelPeerRow(channel_id=channel_id, peer=peer)
+        s.add(row)
     row.refused_at = now
 
 
