@@ -67,7 +67,8 @@ async def test_a_refused_secret_stores_nothing_and_a_right_one_connects_the_app(
         shown = await channel(client, bot, channel_id)
         assert (shown["kind"], shown["name"], shown["account"]) == ("feishu", feishu.app_name, feishu.app_id)
         again = await client.post(f"/api/bots/{bot}/channels", json=app_of(feishu))
-        assert again.status_code == 400 and again.json()["error"]["message"].startswith("appId")  # one app, one bot
+        # One app serves one bot.
+        assert again.status_code == 400 and again.json()["error"]["message"].startswith("appId")
     await host.stop()
 
 
