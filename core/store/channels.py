@@ -46,7 +46,10 @@ class ChannelRecord:
     @property
     def sendable(self) -> bool:
         """Whether sends may be tried: logged in, and connected, or reconnecting after a start (its first
-        long poll may not return for half a minute; a send must not wait for that)."""
+        long poll may not return for half a minute; a send must not wait for that). A Feishu app sends
+        through its REST calls: a send goes, or says itself why not."""
+        if self.kind == "feishu":  # sent over REST, whatever the long connection is doing
+            return bool(self.account)
         return bool(self.account) and self.status in ("connected", "connecting")
 
     def admits(self, peer: str) -> bool:

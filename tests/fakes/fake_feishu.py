@@ -19,6 +19,7 @@ What it models, as lark-oapi 1.7.5 and the platform's docs describe it:
 - History: `GET /open-apis/im/v1/messages` pages (cursor tokens), sorts and filters by seconds; per-chat
   call counts in `history_calls`. Resources: `put_resource` bytes served to
   `GET …/messages/{id}/resources/{key}`. Times come from `now` (epoch seconds; pass a fake clock).
+- `card_checker`: our own card check, so a card we did not mean to build is refused like a broken one.
 - Switches: `fail_sends(n, status=, code=)`, `lose_answer(n)` (accepted and recorded, connection closed
   with no answer), `history_forbidden` (230027), `expire_tokens()`, `reject_handshakes(n, …)`.
   Sends, replies and patches all count as sends for the fault switches.
@@ -185,11 +186,15 @@ class FakeFeishu:
         reconnect_interval: int = 1,
         ping_interval: int = 120,
         now: Callable[[], float] = time.time,
+        card_checker: Callable[[object], None] | None = None,
     ) -> None:
         self.app_id, self.app_secret, self.app_name = app_id, app_secret, app_name
         self.bot_open_id, self.tenant_key = bot_open_id, tenant_key
         self.reconnect_interval, self.ping_interval = reconnect_interval, ping_interval
         self._now = now
+        # Our own card check (core.channels.feishu.cards.check_card) where the host is under test: a card
+        # the platform would take but that we did not mean to build is refused too.
+        self._card_checker = card_checker
         self.url = ""
         self.chats: dict[str, str] = {}  # chat_id -> "p2p" | "group"
         self.sent: list[Sent] = []
@@ -632,6 +637,11 @@ class FakeFeishu:
                 "ErrCode: 200621; ErrMsg: parse card json err, please check whether the card "
                 "json is correct; ",
             )
+        if msg_type == "interactive" and self._card_checker is not None:
+            try:
+                self._card_checker(parsed)
+            except ValueError as exc:
+                raise Refused(230099, f"ErrCode: 200621; {exc}") from None
         if not isinstance(parsed, dict) or (msg_type == "text" and not isinstance(parsed.get("text"), str)):
             raise Refused(230001, "invalid message content. validate content fail")
         limit = TEXT_LIMIT if msg_type == "text" else CARD_LIMIT

@@ -11,6 +11,7 @@ from core.agent.runtime import AgentRuntime
 from core.agent.sandbox import Permission, Preset
 from core.agent.session import AgentSession
 from core.agent.session_spec import SessionSpec
+from core.channels.feishu.cards import check_card
 from core.clock import FakeClock, SystemClock
 from core.host import Host
 from tests.fakes.fake_feishu import FakeFeishu
@@ -34,7 +35,7 @@ async def ilink() -> AsyncIterator[FakeILink]:
 @pytest.fixture
 async def feishu() -> AsyncIterator[FakeFeishu]:
     """A fake Feishu open platform: one app, its bot, the long connection and the message routes."""
-    async with FakeFeishu() as server:
+    async with FakeFeishu(card_checker=check_card) as server:
         yield server
 
 

@@ -240,7 +240,7 @@ class FeishuReceiver:
             await self._hand_on()
 
     async def _status(self, status: str, reason: str) -> None:
-        if status == "connected" and self._unhealthy:  # up again, but not yet shown to deliver
+        if status in ("connected", "reconnecting") and self._unhealthy:  # not yet shown to deliver again
             status, reason = "unhealthy", self._unhealthy
         now = self._clock.time()
 
