@@ -205,10 +205,10 @@ class ChannelInbox:
             commit=commit,
         )
         if handled is None:
-            if channel.kind == "feishu":  # WeChat's queue holds nothing old: it is read as it comes
-                await self._say_age(record, channel.bot_id, conversation_id, words)
             message = await self._chat.say(conversation_id, words, source=source)
             await self._keep_ref(message.id, record.platform_id)
+            if channel.kind == "feishu":  # WeChat's queue holds nothing old: it is read as it comes
+                await self._say_age(record, channel.bot_id, conversation_id, words)
             return message.id
         if not noted:  # dealt with without acting: still the person's words in the conversation
             await commit()

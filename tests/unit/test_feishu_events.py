@@ -426,16 +426,17 @@ def test_an_english_post_is_read_too(feishu: FakeFeishu) -> None:
     assert said(feishu, feishu.bot_open_id, msg_type="post", content=content) == ("see you", [])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="events._post runs a code_block's text through _tidy, which collapses every run of whitespace in a"
-    " line: indentation (meaningful in Python, YAML, Makefiles) is lost before the bot reads the code",
-)
 def test_a_code_block_in_a_post_keeps_its_indentation(feishu: FakeFeishu) -> None:
     code = "def price(n):\n    if n > 3:\n        return n * 2\n    return n"
     content = {"title": "", "content": [[{"tag": "code_block", "language": "PYTHON", "text": code}]]}
     words, _ = said(feishu, feishu.bot_open_id, msg_type="post", content=content)
     assert code in words
+
+
+def test_a_code_block_after_words_starts_its_own_line(feishu: FakeFeishu) -> None:
+    paragraph = [{"tag": "text", "text": "看看"}, {"tag": "code_block", "text": "x = 1"}]
+    content = {"title": "", "content": [paragraph]}
+    assert said(feishu, feishu.bot_open_id, msg_type="post", content=content)[0] == "看看\nx = 1"
 
 
 def test_an_image_message_is_an_attachment_with_its_key(feishu: FakeFeishu) -> None:

@@ -53,6 +53,6 @@ def checked_app(config: Mapping[str, object] | None) -> FeishuApp:
     if len(secret) > MAX_SECRET or not secret.strip().isprintable() or " " in secret.strip():
         raise InvalidInputError("appSecret", "does not look like an App Secret: copy it again")
     domain = config.get("domain", "feishu")
-    if domain not in DOMAINS:
+    if not isinstance(domain, str) or domain not in DOMAINS:
         raise InvalidInputError("domain", f"must be one of {', '.join(DOMAINS)}, not {domain!r}")
     return FeishuApp(app_id.strip(), secret.strip(), str(domain))

@@ -211,8 +211,15 @@ def _post(content: dict[str, Any], words: Any) -> Flattened:
     lines = [title] if isinstance(title := body.get("title"), str) and title.strip() else []
     items: list[dict[str, Any]] = []
     paragraphs = body.get("content")
+    parts: list[str] = []
+
+    def end_line() -> None:
+        line = _tidy("".join(parts))
+        if line:
+            lines.append(line)
+        parts.clear()
+
     for paragraph in paragraphs if isinstance(paragraphs, list) else []:
-        parts: list[str] = []
         for segment in paragraph if isinstance(paragraph, list) else []:
             if not isinstance(segment, dict):
                 continue
@@ -224,15 +231,15 @@ def _post(content: dict[str, Any], words: Any) -> Flattened:
                 parts.append(f"{label} ({href})" if label and href and label != href else str(href or label))
             elif tag == "at":
                 parts.append(words(segment.get("user_id")) if segment.get("user_id") else "")
-            elif tag == "code_block":
-                parts.append(str(segment.get("text") or ""))
+            elif tag == "code_block":  # its own lines, as written: indentation is code
+                end_line()
+                if code := str(segment.get("text") or "").strip("\n"):
+                    lines.append(code)
             elif tag == "img" and isinstance(segment.get("image_key"), str):
                 items.append({"kind": "image", "media": {"file_key": segment["image_key"], "type": "image"}})
             elif tag == "emotion":
                 parts.append(f"[{segment.get('emoji_type') or 'emoji'}]")
-        line = _tidy("".join(parts))
-        if line:
-            lines.append(line)
+        end_line()
     return Flattened("\n".join(lines), items)
 
 
