@@ -31,7 +31,7 @@ from tests.integration.feishu_fixtures import (
     words_of,
 )
 from tests.integration.host_fixtures import running_api
-from tests.integration.task_script import SessionScript, report
+from tests.integration.task_script import SessionScript, bash, report
 from tests.waiting import wait_until
 
 TITLE = "Compare GPU prices"
@@ -300,4 +300,58 @@ async def test_a_rejected_connection_says_why_and_a_dropped_one_comes_back(
         caught_up = await feishu.wait_for_sent(2, timeout=15)
         assert words_of(caught_up[1]) == "在。"
         assert any("断线时发的" in t for t in script.user_texts("chat", -1))
+    await host.stop()
+
+
+async def test_an_approval_card_is_decided_by_its_button(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, feishu: FakeFeishu, script: SessionScript
+) -> None:
+    script.add("chat", start_task("Clean build"))
+    script.add(
+        "Clean build",
+        [
+            bash("mkdir -p build/x && rm -rf build && echo removed"),
+            report("done", "cleaned", message="build 已清理。"),
+        ],
+    )
+    host = feishu_host(tmp_path, model_server, home, feishu, MemorySecretStore())
+    async with running_api(host) as client:
+        await connect_feishu(client, host, feishu)
+        await feishu.push(feishu.message_event(chat_id=P2P, sender=OWNER, text="清理一下 build 目录"))
+        card = await sent_with(host, feishu, "rm -rf build")
+        assert card.msg_type == "interactive"
+        buttons = dict(buttons_of(card))
+        assert list(buttons) == ["批准一次", "拒绝"]
+        press = feishu.card_action_event(
+            operator=OWNER, message_id=card.message_id, chat_id=P2P, value=buttons["批准一次"]
+        )
+        ack = await feishu.push(press)
+        assert ack.data is not None and ack.data["toast"]["content"] == "已批准一次"
+        [patch] = await feishu.wait_for_patches(1)
+        assert "已选择「批准一次」" in " ".join(_all_texts(patch.content))
+        await sent_with(host, feishu, "build 已清理")
+        assert "removed" in script.requests["Clean build"][1]["messages"][-1]["content"]
+        assert (await client.get("/api/attention")).json()["items"] == []
+    await host.stop()
+
+
+async def test_an_image_is_saved_in_the_conversations_inbox_and_named_to_the_bot(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, feishu: FakeFeishu, script: SessionScript
+) -> None:
+    script.fallback = Reply.text("看到图了。")
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+    host = feishu_host(tmp_path, model_server, home, feishu, MemorySecretStore())
+    async with running_api(host) as client:
+        await connect_feishu(client, host, feishu)
+        event = feishu.message_event(
+            chat_id=P2P, sender=OWNER, msg_type="image", content={"image_key": "img_v3_0001"}
+        )
+        feishu.put_resource(event["event"]["message"]["message_id"], "img_v3_0001", png)
+        await feishu.push(event)
+        await sent_with(host, feishu, "看到图了。")
+        [said] = [t for t in script.user_texts("chat", -1) if "[image:" in t]
+        relative = said.removeprefix("[image: ").removesuffix("]")
+        assert relative.startswith("inbox/") and relative.endswith(".png")
+        [bot] = (await client.get("/api/bots")).json()["bots"]
+        assert (host.bots.workspace_of(bot["id"]) / relative).read_bytes() == png
     await host.stop()

@@ -170,8 +170,12 @@ class CardPresses:
 
     async def _lang_of(self, press: CardPress) -> Language:
         def read(s: Any) -> str:
+            # The conversation's language, as the card was written in: the person's words say it.
             message = msg_rows.find_by_channel_ref_anywhere(s, press.message_id)
-            return message.text if message is not None else ""
+            if message is None:
+                return ""
+            recent = " ".join(msg_rows.recent_user_texts(s, message.conversation_id, 5))
+            return f"{recent} {message.text}"
 
         return language_of(await self._db.read(read))
 
