@@ -355,3 +355,45 @@ async def test_an_image_is_saved_in_the_conversations_inbox_and_named_to_the_bot
         [bot] = (await client.get("/api/bots")).json()["bots"]
         assert (host.bots.workspace_of(bot["id"]) / relative).read_bytes() == png
     await host.stop()
+
+
+async def test_a_button_on_a_question_the_task_withdrew_is_a_late_answer(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, feishu: FakeFeishu, script: SessionScript
+) -> None:
+    script.add("chat", start_task())
+    script.add(
+        TITLE,
+        [
+            report(
+                "needs_you",
+                "need the basis",
+                question="包月价还是按小时价?",
+                options=["包月价", "按小时价"],
+                default="包月价",
+            ),
+            bash("while [ ! -f gate ]; do sleep 0.01; done"),
+            report("done", "went monthly", message="按包月价比较好了。"),
+        ],
+    )
+    host = feishu_host(tmp_path, model_server, home, feishu, MemorySecretStore())
+    async with running_api(host) as client:
+        await connect_feishu(client, host, feishu)
+        await feishu.push(feishu.message_event(chat_id=P2P, sender=OWNER, text="帮我比较一下 GPU 价格"))
+        card = await sent_with(host, feishu, "包月价还是按小时价?")
+        assert "不回复就按「包月价」做" in words_of(card)
+        [task] = (await client.get("/api/tasks")).json()["tasks"]
+        detail = (await client.get(f"/api/tasks/{task['id']}")).json()
+        (Path(detail["folder"]) / "gate").write_text("go")
+        await sent_with(host, feishu, "按包月价比较好了")  # it went with the default
+
+        script.add(TITLE, [report("done", "redone hourly", message="按小时价重新比较了。")])
+        hourly = dict(buttons_of(card))["按小时价"]
+        press = feishu.card_action_event(
+            operator=OWNER, message_id=card.message_id, chat_id=P2P, value=hourly
+        )
+        ack = await feishu.push(press)
+        assert ack.data is not None and ack.data["toast"]["content"] == "已转告:按小时价"
+        await sent_with(host, feishu, "按小时价重新比较了")
+        late = [t for t in script.user_texts(TITLE, -1) if "asked earlier" in t]
+        assert len(late) == 1 and "按小时价" in late[0]
+    await host.stop()
