@@ -409,6 +409,7 @@ class Host:
             self._runtime = None
         await self.outbox.close()  # replies the last turns stored
         await self.channel_sends.close()
+        await self.feishu_apps.close()
         await self.media.close()
         await self.db.close()
         log.info("host stopped")

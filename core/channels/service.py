@@ -27,7 +27,7 @@ from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.config import checked_app
 from core.channels.feishu.config import secret_name as feishu_secret_name
 from core.channels.feishu.receiver import FeishuReceiver, PressHandler
-from core.channels.feishu.rest import CredentialsRefused, FeishuError
+from core.channels.feishu.rest import CredentialsRefused, FeishuError, FeishuRest
 from core.channels.inbox import ChannelInbox
 from core.channels.wechat.ilink import ILinkClient, configured_urls
 from core.channels.wechat.login import LoginProgress, WeChatLogin, checked_verify_code, token_secret_name
@@ -195,6 +195,13 @@ class ChannelService:
         app = checked_app(config)
         rest = await self._feishu.check(app)
         try:
+            return await self._bot_of(rest)
+        finally:
+            await rest.close()
+
+    @staticmethod
+    async def _bot_of(rest: FeishuRest) -> AppCheck:
+        try:
             await rest.token()
             return await rest.bot_info()
         except CredentialsRefused as exc:
@@ -359,7 +366,7 @@ class ChannelService:
         await self._db.write(lambda s: channel_rows.delete_channel(s, channel_id))
         await self._secrets.delete(token_secret_name(channel_id))
         await self._secrets.delete(feishu_secret_name(channel_id))
-        self._feishu.forget(channel_id)
+        await self._feishu.forget(channel_id)
         self._bus.publish(ChannelChanged(channel_id))
         self._bus.publish(AttentionChanged())
 

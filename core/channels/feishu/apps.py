@@ -44,6 +44,8 @@ class FeishuApps:
         held = self._held.get(channel.id)
         if held is not None and held.secret == app.app_secret:
             return held.rest
+        if held is not None:
+            await held.rest.close()
         rest = FeishuRest(await sdk.load(), app, self.base_url(app.domain), self._clock)
         self._held[channel.id] = _Held(app.app_secret, rest)
         return rest
@@ -52,5 +54,11 @@ class FeishuApps:
         """A client for an app not stored yet (测试连接, connecting)."""
         return FeishuRest(await sdk.load(), app, self.base_url(app.domain), self._clock)
 
-    def forget(self, channel_id: str) -> None:
-        self._held.pop(channel_id, None)
+    async def forget(self, channel_id: str) -> None:
+        held = self._held.pop(channel_id, None)
+        if held is not None:
+            await held.rest.close()
+
+    async def close(self) -> None:
+        for channel_id in list(self._held):
+            await self.forget(channel_id)

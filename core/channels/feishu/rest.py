@@ -3,8 +3,10 @@ sending, replying, updating a card, reading a chat's history and fetching an att
 
 Every answer carries `code`, and only 0 is success (docs/channels.md#feishu). We fetch and cache the tenant
 token ourselves (`enable_set_token`): the SDK's own cache is process-wide, keyed by app id, and fetched with
-a blocking call on whatever thread asks. It says what went wrong and decides nothing: holding, retrying and
-backing off belong to the outbox and the connection.
+a blocking call on whatever thread asks. The SDK's request builders make each request and its own helpers
+its URL and headers, but it goes out on one long-lived httpx client per app: the SDK's async path builds a
+new client for every call (some 25 ms on the loop, and a new TLS handshake each time). It says what went
+wrong and decides nothing: holding, retrying and backing off belong to the outbox and the connection.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from core.agent.http_warmup import shared_ssl_context
 from core.channels.app_check import AppCheck
 from core.channels.feishu.config import FeishuApp
 from core.channels.feishu.sdk import Sdk
@@ -92,6 +95,12 @@ class FeishuRest:
         )
         self._token = ""
         self._token_until = 0.0
+        self._http: httpx.AsyncClient | None = None
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     # ---- identity -----------------------------------------------------------------------------------
 
@@ -108,7 +117,7 @@ class FeishuRest:
             .build()
         )
         request = auth.InternalTenantAccessTokenRequest.builder().request_body(body).build()
-        raw = await self._raw(lambda: self._client.auth.v3.tenant_access_token.ainternal(request), "token")
+        raw = await self._raw(request, None, "token")
         if raw.get("code") in CREDENTIALS_REFUSED:
             raise CredentialsRefused(
                 f"Feishu refused the app id and secret ({raw.get('code')}: {raw.get('msg')})",
@@ -133,7 +142,7 @@ class FeishuRest:
             .token_types({lark.AccessTokenType.TENANT})
             .build()
         )
-        raw = await self._authed(lambda option: self._client.arequest(request, option), "bot info")
+        raw = await self._authed(request, "bot info")
         bot = raw.get("bot")
         if not isinstance(bot, dict) or not isinstance(bot.get("open_id"), str) or not bot["open_id"]:
             raise FeishuError("Feishu's bot info has no open_id: is the app's bot capability on?")
@@ -152,9 +161,7 @@ class FeishuRest:
             .build()
         )
         request = im.CreateMessageRequest.builder().receive_id_type("chat_id").request_body(body).build()
-        raw = await self._authed(
-            lambda option: self._client.im.v1.message.acreate(request, option), "send", sending=True
-        )
+        raw = await self._authed(request, "send", sending=True)
         return _sent(raw)
 
     async def reply(
@@ -170,9 +177,7 @@ class FeishuRest:
             .build()
         )
         request = im.ReplyMessageRequest.builder().message_id(message_id).request_body(body).build()
-        raw = await self._authed(
-            lambda option: self._client.im.v1.message.areply(request, option), "reply", sending=True
-        )
+        raw = await self._authed(request, "reply", sending=True)
         return _sent(raw)
 
     async def patch(self, message_id: str, content: str) -> None:
@@ -180,7 +185,7 @@ class FeishuRest:
         im = self._sdk.im
         body = im.PatchMessageRequestBody.builder().content(content).build()
         request = im.PatchMessageRequest.builder().message_id(message_id).request_body(body).build()
-        await self._authed(lambda option: self._client.im.v1.message.apatch(request, option), "card update")
+        await self._authed(request, "card update")
 
     async def history(self, chat_id: str, *, start_s: int, end_s: int, page_token: str = "") -> HistoryPage:
         """One page (at most 50) of a chat's messages between two times in seconds, oldest first."""
@@ -197,7 +202,7 @@ class FeishuRest:
         if page_token:
             builder = builder.page_token(page_token)
         request = builder.build()
-        raw = await self._authed(lambda option: self._client.im.v1.message.alist(request, option), "history")
+        raw = await self._authed(request, "history")
         data = raw.get("data") or {}
         items = data.get("items") if isinstance(data, dict) else None
         return HistoryPage(
@@ -216,32 +221,36 @@ class FeishuRest:
             .type(kind)
             .build()
         )
-        option = await self._option()
         try:
-            response = await self._client.im.v1.message_resource.aget(request, option)
+            response = await self._execute(request, await self._option())
         except httpx.HTTPError as exc:
-            raise FeishuError(f"could not fetch the {kind}: {exc}") from exc
-        if response.code != 0 or response.file is None:
+            raise FeishuError(f"could not fetch the {kind}: {exc!r}") from exc
+        if not 200 <= response.status_code < 300 or response.headers.get("content-type", "").startswith(
+            "application/json"
+        ):
+            try:
+                error = response.json()
+            except ValueError:
+                error = {}
+            code = error.get("code") if isinstance(error, dict) else None
             raise FeishuError(
-                f"Feishu refused the {kind} ({response.code}: {response.msg})",
-                code=response.code,
-                http_status=response.raw.status_code if response.raw is not None else None,
+                f"Feishu refused the {kind} ({code}: {error.get('msg') if isinstance(error, dict) else ''})",
+                code=code if isinstance(code, int) else None,
+                http_status=response.status_code,
             )
-        data: bytes = response.file.read()
-        if len(data) > MAX_ATTACHMENT_BYTES:
+        if len(response.content) > MAX_ATTACHMENT_BYTES:
             raise FeishuError(f"the {kind} is larger than 50 MB")
-        return data
+        return response.content
 
     # ---- plumbing -----------------------------------------------------------------------------------
 
     async def _option(self) -> Any:
         return self._sdk.lark.RequestOption.builder().tenant_access_token(await self.token()).build()
 
-    async def _authed(self, call: Any, what: str, *, sending: bool = False) -> dict[str, Any]:
-        """`call(option)` with the tenant token; once more with a fresh token when Feishu refused it."""
+    async def _authed(self, request: Any, what: str, *, sending: bool = False) -> dict[str, Any]:
+        """`request` with the tenant token; once more with a fresh token when Feishu refused it."""
         for attempt in range(2):
-            option = await self._option()
-            raw = await self._raw(lambda option=option: call(option), what, sending=sending)
+            raw = await self._raw(request, await self._option(), what, sending=sending)
             if raw.get("code") in TOKEN_REFUSED and attempt == 0:
                 log.info("feishu app %s: the tenant token was refused; fetching a new one", self._app.app_id)
                 self._token, self._token_until = "", 0.0
@@ -250,30 +259,45 @@ class FeishuRest:
             return raw
         raise AssertionError("unreachable")
 
-    async def _raw(self, call: Any, what: str, *, sending: bool = False) -> dict[str, Any]:
-        """The call's answer as JSON; FeishuError when there is none we can read."""
+    async def _execute(self, request: Any, option: Any) -> httpx.Response:
+        """One request as the SDK would make it (its URL, headers and body), on our client."""
+        sdk = self._sdk
+        config = self._client._config
+        if option is None:
+            option = sdk.lark.RequestOption()
+        sdk.token.verify(config, request, option)  # puts the token we set where the request wants it
+        url = sdk.transport._build_url(config.domain, request.uri, request.paths)
+        headers = sdk.transport._build_header(request, option, config)
+        body = None if request.body is None else json.loads(sdk.json.marshal(request.body))
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                verify=shared_ssl_context(), timeout=REQUEST_TIMEOUT_S, trust_env=False
+            )
+        return await self._http.request(
+            str(request.http_method.name), url, headers=headers, params=request.queries, json=body
+        )
+
+    async def _raw(self, request: Any, option: Any, what: str, *, sending: bool = False) -> dict[str, Any]:
+        """The answer as JSON; FeishuError when there is none we can read."""
         try:
-            response = await call()
+            response = await self._execute(request, option)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise FeishuError(f"could not reach Feishu for the {what}: {exc!r}") from exc
         except (httpx.HTTPError, OSError) as exc:
             # The request went out and no answer came: it may have been carried out.
             raise FeishuError(f"no answer from Feishu for the {what}: {exc!r}", sent=sending) from exc
-        except ValueError as exc:  # the SDK could not read the answer as JSON (a gateway's error page)
-            raise FeishuError(f"Feishu's answer to the {what} is not JSON", sent=sending) from exc
-        raw = getattr(response, "raw", None)
-        status = getattr(raw, "status_code", None)
+        status = response.status_code
         try:
-            decoded = json.loads(raw.content) if raw is not None and raw.content else {}
+            decoded = response.json() if response.content else {}
         except ValueError:
             decoded = None
         if not isinstance(decoded, dict):
             raise FeishuError(
                 f"Feishu's answer to the {what} is not JSON (HTTP {status})",
                 http_status=status,
-                sent=sending and (status is None or status >= 500),
+                sent=sending and status >= 500,
             )
-        if status is not None and status >= 500 and "code" not in decoded:
+        if status >= 500 and "code" not in decoded:
             raise FeishuError(f"Feishu failed the {what} (HTTP {status})", http_status=status, sent=sending)
         decoded.setdefault("_http_status", status)
         return decoded
