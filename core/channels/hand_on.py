@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -30,25 +31,41 @@ InboundSink = Callable[[InboundRecord], Awaitable[int]]
 
 class HandOn:
     def __init__(
-        self, db: Database, bus: EventBus, clock: Clock, *, channel_id: str, sink: InboundSink
+        self,
+        db: Database,
+        bus: EventBus,
+        clock: Clock,
+        *,
+        channel_id: str,
+        sink: InboundSink,
+        order: Callable[[InboundRecord], Any] | None = None,
     ) -> None:
+        """`order`: how stored messages line up when they were not stored in the order they were written
+        (Feishu's catch-up stores an older message after a newer one the socket brought); by id else."""
+        self._order = order
         self._db = db
         self._bus = bus
         self._clock = clock
         self._channel_id = channel_id
         self._sink = sink
 
-    async def __call__(self) -> None:
-        """Hand every stored, unhandled message on, oldest first."""
-        for record in await self._db.read(lambda s: channel_rows.unhandled(s, self._channel_id)):
+    async def __call__(self) -> bool:
+        """Hand every stored, unhandled message on, oldest first; whether one failed (and stays owed)."""
+        owed = await self._db.read(lambda s: channel_rows.unhandled(s, self._channel_id))
+        if self._order is not None:
+            owed.sort(key=self._order)
+        failed = False
+        for record in owed:
             try:
                 message_id = await self._sink(record)
             except Exception:
                 log.exception("channel %s: handing on message %s failed", self._channel_id, record.key)
                 await asyncio.shield(self._failed(record))
+                failed = True
                 continue
             # Shielded: a stop that lands here still marks what the pipeline already has.
             await asyncio.shield(self._handled(record, message_id))
+        return failed
 
     async def _failed(self, record: InboundRecord) -> None:
         now = self._clock.time()

@@ -169,8 +169,9 @@ class ChannelInbox:
         conversation_id = await self._conversation_of(record.channel_id, record.peer)
         source = f"inbound:{record.channel_id}:{record.id}"
         earlier = await self._chat.said_before(conversation_id, source)
-        if earlier is not None:
-            return earlier.id  # handed over before a crash: dealt with then
+        if earlier is not None:  # handed over before a crash: dealt with then
+            await self._keep_ref(earlier.id, record.platform_id)
+            return earlier.id
         # Cut, not refused: a message chat would refuse as too long would stay owed and be retried forever.
         words = cut(await self._words(record, channel.bot_id, conversation_id), MAX_TEXT)
         quote = record.body.get("quote") or {}

@@ -248,7 +248,9 @@ class Outbox:
                 caps = capabilities_of(conversation.channel if conversation else DESKTOP.name)
                 # Its key holds for an hour; due longer ago than that, it may have been claimed too long ago.
                 if caps.idempotent_sends and now - d.due_at < IDEMPOTENT_FOR_S:
-                    # Sent again under the same key: the platform keeps one (Feishu's uuid, for an hour).
+                    # Sent again under the same key: the platform keeps one (Feishu's uuid, for an hour). Its
+                    # attempt is counted, so it is never merged into a digest with a key of its own.
+                    delivery_rows.mark_failed_attempt(s, d.id, error="cut off by a restart")
                     delivery_rows.reschedule(
                         s, d.id, status="pending", due_at=d.due_at, held_reason=d.held_reason
                     )
@@ -475,6 +477,14 @@ class Outbox:
         conversation = await self._db.read(lambda s: conv_rows.get_conversation(s, first.conversation_id))
         caps = capabilities_of(conversation.channel if conversation is not None else DESKTOP.name)
         if caps.name in SENT_BY_PLATFORM and self._channels is not None:
+            if caps.idempotent_sends and len(deliveries) > 1 and any(d.attempts for d in deliveries):
+                # One tried before may be on the platform already under its own key: merged into a digest
+                # it would go again under the digest's. Each goes alone, under the key it had.
+                sent = 0
+                for d in deliveries:
+                    alone = replace(decision, kind="send", ids=(d.id,), text=d.text)
+                    sent += await self._send_on_platform(alone, [d], caps, self._channels)
+                return sent
             return await self._send_on_platform(decision, deliveries, caps, self._channels)
         now = self._clock.time()
         text = decision.text or first.text

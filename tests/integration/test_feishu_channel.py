@@ -397,3 +397,40 @@ async def test_a_button_on_a_question_the_task_withdrew_is_a_late_answer(
         late = [t for t in script.user_texts(TITLE, -1) if "asked earlier" in t]
         assert len(late) == 1 and "按小时价" in late[0]
     await host.stop()
+
+
+async def test_catch_up_finds_a_mention_before_much_other_talk_in_a_busy_group(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, feishu: FakeFeishu, script: SessionScript
+) -> None:
+    script.add("chat", [Reply.text("好的。"), Reply.text("群里这条收到。"), Reply.text("在群里。")])
+    secrets = MemorySecretStore()
+    host = feishu_host(tmp_path, model_server, home, feishu, secrets)
+    bot_mention = mention(open_id=feishu.bot_open_id, name=feishu.app_name)
+    async with running_api(host) as client:
+        bot, channel_id = await connect_feishu(client, host, feishu)
+        await feishu.push(feishu.message_event(chat_id=P2P, sender=OWNER, text="你好"))
+        await sent_with(host, feishu, "好的。")
+        first = feishu.message_event(
+            chat_id=GROUP, sender=OWNER, chat_type="group", text="@_user_1 在吗", mentions=[bot_mention]
+        )
+        await feishu.push(first)
+        await sent_with(host, feishu, "群里这条收到。")
+    await host.stop()
+
+    feishu.say_while_offline(
+        chat_id=GROUP,
+        sender=OWNER,
+        text="@_user_1 离线时在群里问的",
+        chat_type="group",
+        mentions=[bot_mention],
+    )
+    for n in range(120):  # then more than two pages of talk not for the bot
+        feishu.say_while_offline(chat_id=GROUP, sender=FRIEND, text=f"闲聊 {n}", chat_type="group")
+    again = feishu_host(tmp_path, model_server, home, feishu, secrets)
+    async with running_api(again) as client:
+        await wait_connected(client, again, bot, channel_id)
+        answer = await sent_with(again, feishu, "在群里。")
+        assert answer.chat_id == GROUP
+        said = " ".join(str(t) for t in script.user_texts("chat", -1))
+        assert "离线时在群里问的" in said and "闲聊" not in said
+    await again.stop()

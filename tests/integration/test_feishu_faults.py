@@ -6,6 +6,7 @@ reported and made again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sqlalchemy.orm import Session
@@ -127,6 +128,9 @@ async def test_a_press_on_something_gone_or_unreadable_says_so_in_its_toast(
         )
         ack = await feishu.push(retry)
         assert ack.data is not None and ack.data["toast"]["content"] == "这件事已经结束了"
+        [patch] = await feishu.wait_for_patches(1)  # and the card says so, without its buttons
+        assert "这件事已经结束了" in json.dumps(patch.content, ensure_ascii=False)
+        assert '"button"' not in json.dumps(patch.content)
     await host.stop()
 
 

@@ -1,10 +1,10 @@
 """Feishu's long connection, on our loop (docs/channels.md#the-long-connection).
 
 lark-oapi's `ws.Client` is built to own a thread: `start()` blocks in `run_until_complete` on a loop grabbed
-at import time, fetches its endpoint with a blocking `requests.post`, acks an event as soon as a synchronous
-handler returns and drops `card` frames. So we drive its steps ourselves, on the host's loop, with its own
-parts: the endpoint call (in a worker thread), its handshake-error reading, its frames, pings, chunk joining
-and its server-given timing. What we do differently:
+at import time, fetches its endpoint with a blocking `requests.post` that has no time-out, acks an event as
+soon as a synchronous handler returns and drops `card` frames. So we drive its steps ourselves, on the host's
+loop, with its own parts: its handshake-error reading, its frames, pings, chunk joining and its server-given
+timing; the endpoint call is the same request, made with httpx and a time-out. What we do differently:
 
 - an event is acked only after `on_event` returned, that is after it was stored: a crash before the ack
   makes Feishu push it again, and the dedupe drops it then;
@@ -26,8 +26,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import httpx
 import websockets
 
+from core.agent.http_warmup import shared_ssl_context
 from core.channels.feishu.config import FeishuApp
 from core.channels.feishu.sdk import Sdk
 from core.clock import Clock
@@ -35,6 +37,8 @@ from core.clock import Clock
 log = logging.getLogger(__name__)
 
 ENDPOINT_TIMEOUT_S = 20.0
+ENDPOINT_PATH = "/callback/ws/endpoint"
+SYSTEM_BUSY, INTERNAL_ERROR = 1, 1000040343  # the endpoint's codes worth trying again (the SDK's)
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 120.0  # Feishu's own ReconnectInterval; a smaller one from the server wins
 TOO_MANY_CONNECTIONS = 1000040350
@@ -81,6 +85,9 @@ class LongConnection:
             auto_reconnect=False,
         )
         self._send_lock = asyncio.Lock()
+        self._app = app
+        self._base_url = base_url.rstrip("/")
+        self._http: httpx.AsyncClient | None = None
         self._socket: Any = None
         self.connections = 0  # sockets opened so far (tests, the bench)
 
@@ -94,6 +101,8 @@ class LongConnection:
             if isinstance(cron, asyncio.Task):
                 cron.cancel()
                 await asyncio.gather(cron, return_exceptions=True)
+            if self._http is not None:
+                await asyncio.shield(self._http.aclose())
 
     async def _run(self) -> None:
         failures = 0
@@ -139,10 +148,7 @@ class LongConnection:
 
     async def _open(self) -> tuple[Any, int]:
         ws, errors = self._sdk.ws, self._sdk.ws_errors
-        try:
-            url = await asyncio.wait_for(asyncio.to_thread(self._client._get_conn_url), ENDPOINT_TIMEOUT_S)
-        except errors.ClientException as exc:
-            raise ConnectionRefused(_refusal(exc)) from exc
+        url = await self._endpoint()
         query = parse_qs(urlparse(url).query)
         service_id = int(query["service_id"][0])
         try:
@@ -155,12 +161,45 @@ class LongConnection:
             raise
         return socket, service_id
 
+    async def _endpoint(self) -> str:
+        """Where to connect, and the server's timing: what the SDK's `_get_conn_url` asks, but on our
+        loop and with a time-out (its blocking call has none, and a server that never answers would hold
+        a worker thread, and Errand's shutdown, for ever)."""
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                verify=shared_ssl_context(), timeout=ENDPOINT_TIMEOUT_S, trust_env=False
+            )
+        response = await self._http.post(
+            self._base_url + ENDPOINT_PATH,
+            json={"AppID": self._app.app_id, "AppSecret": self._app.app_secret},
+            headers={"locale": "zh"},
+        )
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if response.status_code != 200 or not isinstance(answer, dict):
+            raise ConnectionError(f"Feishu's endpoint answered HTTP {response.status_code}")
+        code, data = answer.get("code"), answer.get("data")
+        if code in (SYSTEM_BUSY, INTERNAL_ERROR):
+            raise ConnectionError(f"Feishu is busy ({code}: {answer.get('msg')})")
+        if code != 0 or not isinstance(data, dict) or not isinstance(data.get("URL"), str):
+            raise ConnectionRefused(f"Feishu refused the connection ({code}: {answer.get('msg')})")
+        if isinstance(data.get("ClientConfig"), dict):
+            self._client._configure(self._sdk.ws.ClientConfig(data["ClientConfig"]))
+        url: str = data["URL"]
+        return url
+
     async def _pump(self, socket: Any) -> None:
         """Take frames one after another, so messages are stored in the order Feishu sent them."""
         try:
             async for raw in socket:
-                if isinstance(raw, bytes):
+                if not isinstance(raw, bytes):
+                    continue
+                try:
                     await self._frame(socket, raw)
+                except Exception:  # one frame we cannot take (chunk headers out of range): the rest go on
+                    log.exception("feishu: a frame was skipped")
         except websockets.exceptions.ConnectionClosed:
             return
 
@@ -231,10 +270,9 @@ class LongConnection:
 
 def _refusal(exc: Any) -> str:
     code = getattr(exc, "code", None)
-    message = getattr(exc, "msg", "") or str(exc)
     if code in (514, TOO_MANY_CONNECTIONS):
         return "too many connections: another copy of this app is connected (Feishu allows 50)"
-    return f"Feishu refused the connection ({code}: {message})"
+    return f"Feishu refused the connection ({exc})"  # the SDK's exception says "<code>: <message>"
 
 
 def _int(raw: str | None, default: int) -> int:

@@ -29,6 +29,11 @@ PERMISSIONS: tuple[Permission, ...] = (
         "应用没开着时的消息,启动后补上(可选)",
         "catch up on messages sent while the app was off (optional)",
     ),
+    Permission(
+        "im:message.group_msg",
+        "群里没开着时的消息也能补上(可选)",
+        "catch up on group messages too (optional)",
+    ),
     Permission("im:resource", "读取消息里的图片和文件", "read the images and files in messages"),
 )
 # Also needed, in the developer console: the bot capability turned on, events by long connection with

@@ -59,6 +59,9 @@ class CardPresses:
         self._actions = actions
         self._tasks = tasks
         self._going: set[asyncio.Task[None]] = set()
+        # Cards whose button did its work: a second press (before the card shows the choice, or after its
+        # update failed) must not answer, approve or resume the task again.
+        self._settled: set[str] = set()
 
     async def __call__(self, channel_id: str, press: CardPress) -> dict[str, Any]:
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
@@ -73,6 +76,8 @@ class CardPresses:
             log.warning("feishu channel %s: a card press with a bad value: %s", channel_id, exc)
             return _toast(_say(lang, "unknown"), "error")
         owner = not channel.owner or press.operator == channel.owner
+        if press.message_id in self._settled and action.action not in ("detail", "revise"):
+            return _toast(_say(lang, "already"), "info")
         doing = asyncio.get_running_loop().create_task(self._do(channel.id, press, action, lang, owner))
         try:
             outcome = await asyncio.wait_for(asyncio.shield(doing), PRESS_WAIT_S)
@@ -99,6 +104,7 @@ class CardPresses:
         except ErrandError as exc:
             outcome = _Outcome(str(exc), "error")
         if outcome.chosen or outcome.gone:
+            self._settled.add(press.message_id)
             await self._settle_card(channel_id, press, action, outcome, lang, owner)
         return outcome
 
@@ -154,8 +160,16 @@ class CardPresses:
         """Show on the card what was chosen, and by whom; or that it is over."""
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
         card = await self._db.read(lambda s: _card_again(s, press.message_id, action, lang))
-        if channel is None or card is None:
+        if channel is None:
             return
+        if card is None:  # what it was about is gone (a deleted task): the card says only that it is over
+            title = {"tag": "plain_text", "content": _say(lang, "gone")}
+            card = {
+                "config": {"wide_screen_mode": True, "update_multi": True},
+                "header": {"title": title, "template": "grey"},
+                "elements": [],
+            }
+            outcome = _Outcome(outcome.toast, outcome.kind, gone=True)
         by = _say(lang, "by_owner") if owner else press.operator
         settled = (
             cards.gone_card(card, lang=lang)

@@ -41,16 +41,17 @@ from core.channels.feishu.sdk import Sdk
 from core.channels.hand_on import HandOn, InboundSink
 from core.clock import Clock
 from core.store import channels as channel_rows
-from core.store.channels import Arrival
+from core.store.channels import Arrival, InboundRecord
 from core.store.database import Database
 
 log = logging.getLogger(__name__)
 
 HEALTH_EVERY_S = 600.0
+RETRY_S = 5.0  # a message that failed to reach chat is tried again after this (set aside after three)
 HEALTH_GRACE_S = 60.0
 NO_HISTORY = (
-    "catch-up needs the im:message.history:readonly permission; "
-    "messages sent while Errand was off are not read"
+    "catch-up could not read some chats: it needs im:message.history:readonly (and im:message.group_msg for "
+    "groups); messages sent there while Errand was off are not read"
 )
 
 # Answers a card press within Feishu's 3 s: the toast (and card) to show the person who pressed.
@@ -59,6 +60,11 @@ PressHandler = Callable[[str, CardPress], Awaitable[dict[str, Any]]]
 
 def dedupe_key(message_id: str) -> str:
     return f"m:{message_id}"
+
+
+def _written_order(record: InboundRecord) -> tuple[int, int]:
+    sent_ms = record.body.get("create_time_ms")
+    return (sent_ms if isinstance(sent_ms, int) else 0, record.id)
 
 
 class FeishuReceiver:
@@ -84,8 +90,12 @@ class FeishuReceiver:
         self._channel_id = channel_id
         self._bot = bot_open_id
         self._presses = presses
-        self._hand_on = HandOn(db, bus, clock, channel_id=channel_id, sink=sink)
+        self._hand_on = HandOn(db, bus, clock, channel_id=channel_id, sink=sink, order=_written_order)
         self._owed = asyncio.Event()
+        # Set while no connect's catch-up is under way: what the socket brings meanwhile waits for the
+        # older messages catch-up may still find, so the person's words reach chat in the order written.
+        self._caught_up = asyncio.Event()
+        self._caught_up.set()
         self._connected_at = 0.0
         self._told_no_history = False
         self._unhealthy = ""  # why, until the connection delivers again
@@ -163,11 +173,15 @@ class FeishuReceiver:
             self._owed.set()
         return [m for a, m in arrivals if a.key in new]
 
-    def _arrival(self, message: FeishuMessage) -> Arrival | None:
+    def _wanted(self, message: FeishuMessage) -> bool:
+        """Ours to take: a person's message, in a group only one that @-mentions the bot."""
         if message.from_app:
-            return None
-        if message.chat_type == "group" and not message.mentions_bot(self._bot):
-            return None  # a group's other talk is not for the bot
+            return False
+        return message.chat_type != "group" or message.mentions_bot(self._bot)
+
+    def _arrival(self, message: FeishuMessage) -> Arrival | None:
+        if not self._wanted(message):
+            return None  # ours, another app's, or a group's other talk
         try:
             flat = flatten(message, self._bot)
         except EventError as exc:
@@ -198,14 +212,25 @@ class FeishuReceiver:
 
     async def _on_connected(self) -> None:
         self._connected_at = self._clock.time()
-        await self.catch_up()
+        self._caught_up.clear()
+        try:
+            await self.catch_up()
+        except Exception:
+            log.exception("feishu channel %s: catch-up failed", self._channel_id)
+        finally:
+            self._caught_up.set()
         while True:
             await self._clock.sleep(HEALTH_EVERY_S)
             await self.check_health()
 
     async def catch_up(self) -> CatchUpResult:
         result = await catch_up(
-            self._db, self._clock, self._rest, channel_id=self._channel_id, take=self.store
+            self._db,
+            self._clock,
+            self._rest,
+            channel_id=self._channel_id,
+            take=self.store,
+            wanted=self._wanted,
         )
         if result.forbidden and not self._told_no_history:
             self._told_no_history = True  # said once; the channel goes on without it
@@ -236,8 +261,16 @@ class FeishuReceiver:
     async def _hand_on_loop(self) -> None:
         while True:
             await self._owed.wait()
+            await self._caught_up.wait()
             self._owed.clear()
-            await self._hand_on()
+            try:
+                failed = await self._hand_on()
+            except Exception:  # the store itself: tried again, not given up until a restart
+                log.exception("feishu channel %s: handing on failed", self._channel_id)
+                failed = True
+            if failed:
+                await self._clock.sleep(RETRY_S)
+                self._owed.set()
 
     async def _status(self, status: str, reason: str) -> None:
         if status in ("connected", "reconnecting") and self._unhealthy:  # not yet shown to deliver again

@@ -187,8 +187,11 @@ class FeishuRest:
         request = im.PatchMessageRequest.builder().message_id(message_id).request_body(body).build()
         await self._authed(request, "card update")
 
-    async def history(self, chat_id: str, *, start_s: int, end_s: int, page_token: str = "") -> HistoryPage:
-        """One page (at most 50) of a chat's messages between two times in seconds, oldest first."""
+    async def history(
+        self, chat_id: str, *, start_s: int, end_s: int, page_token: str = "", newest_first: bool = False
+    ) -> HistoryPage:
+        """One page (at most 50) of a chat's messages between two times in seconds, oldest first (or newest
+        first)."""
         im = self._sdk.im
         builder = (
             im.ListMessageRequest.builder()
@@ -196,7 +199,7 @@ class FeishuRest:
             .container_id(chat_id)
             .start_time(str(start_s))
             .end_time(str(end_s))
-            .sort_type("ByCreateTimeAsc")
+            .sort_type("ByCreateTimeDesc" if newest_first else "ByCreateTimeAsc")
             .page_size(50)
         )
         if page_token:
