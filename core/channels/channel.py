@@ -42,6 +42,9 @@ class ChannelCapabilities:
     """Whether ❓ and ⚠️ are removed before sending."""
     reply_window: bool = False
     """Whether the platform lets the bot write only for a while after the person wrote (WeChat's 24 h)."""
+    text_hints: bool = False
+    """Whether a push says in words how to answer it (numbered options, `y 4821`, "quote this"): where
+    there are no buttons. Feishu's cards have them."""
     idempotent_sends: bool = False
     """Whether a send carries a key the platform dedupes by (Feishu's uuid): a send cut off by a crash can
     simply be sent again instead of asking the person whether it arrived."""
@@ -59,6 +62,7 @@ WECHAT = ChannelCapabilities(
     max_chars=4000,
     strips_markers=False,
     reply_window=True,
+    text_hints=True,
 )
 # docs/push-rules.md#daily-cap: cap 5 per day; results and questions are cards, whose request body Feishu
 # limits to 30 KB (about 10,000 CJK characters at 3 bytes each).

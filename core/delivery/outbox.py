@@ -738,6 +738,8 @@ def platform_text(
     where quotes reach the task; and what waited for the person to write again says so first."""
     lang = lang or language_of(text)
     sole = deliveries[0] if len(deliveries) == 1 else None
+    if not caps.text_hints:  # its cards carry buttons; the words stay as they are
+        sole = None if sole is None or sole.purpose != "failure" else sole
     if sole is not None and asked is not None and sole.purpose == "question":
         lines = [f"\u2753{sole.text.splitlines()[0]}" if sole.text else "\u2753"]
         lines += [f"{n}. {option}" for n, option in enumerate(asked.options, 1)]

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 from sqlalchemy.orm import Session
 
+from core.channels.feishu.sender import send_uuid
 from core.host import Host
+from core.store import deliveries as delivery_rows
 from core.store.models import InboundRow
 from tests.fakes.fake_feishu import FakeFeishu
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
@@ -214,3 +217,63 @@ async def test_a_stale_message_is_answered_with_its_age(
         assert words_of(age) == "这条是 2 小时前发的,现在开始做。"
         await sent_with(host, feishu, "好的。")
     await host.stop()
+
+
+async def test_a_send_cut_off_by_a_crash_goes_again_by_itself_and_the_person_gets_it_once(
+    tmp_path: Path, model_server: ScriptedModelServer, home: Path, feishu: FakeFeishu, script: SessionScript
+) -> None:
+    script.fallback = Reply.text("在。")
+    secrets = MemorySecretStore()
+    host = feishu_host(tmp_path, model_server, home, feishu, secrets)
+    async with running_api(host) as client:
+        bot, channel_id = await connect_feishu(client, host, feishu)
+        await _owner_says_hi(host, feishu, "在。")
+        [conversation] = (await client.get("/api/conversations")).json()["conversations"]
+        now = host.clock.time()
+
+        def sending(s: Session) -> None:  # what a crash in the middle of a send leaves behind
+            delivery_rows.insert_delivery(
+                s,
+                id="t_x:result",
+                bot_id=bot,
+                conversation_id=conversation["id"],
+                purpose="result",
+                text="报告写好了",
+                now=now,
+            )
+            delivery_rows.set_delivery_status(s, "t_x:result", "sending")
+
+        await host.db.write(sending)
+    await host.stop()
+    # The platform had taken it before the crash, under the key the send carries.
+    async with httpx.AsyncClient(base_url=feishu.url) as raw:
+        token = (
+            await raw.post(
+                "/open-apis/auth/v3/tenant_access_token/internal",
+                json={"app_id": feishu.app_id, "app_secret": feishu.app_secret},
+            )
+        ).json()["tenant_access_token"]
+        body = {"receive_id": P2P, "msg_type": "text", "content": json.dumps({"text": "报告写好了"})}
+        r = await raw.post(
+            "/open-apis/im/v1/messages",
+            params={"receive_id_type": "chat_id"},
+            json=body | {"uuid": send_uuid("t_x:result")},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert r.json()["code"] == 0
+
+    again = feishu_host(tmp_path, model_server, home, feishu, secrets)
+    async with running_api(again) as client:
+        await wait_connected(client, again, bot, channel_id)
+
+        async def on_platform() -> bool:
+            url = f"/api/conversations/{conversation['id']}/messages"
+            return any(
+                m["text"].startswith("报告写好了") and m["onPlatform"]
+                for m in (await client.get(url)).json()["messages"]
+            )
+
+        await wait_until(again.bus, on_platform, timeout=15, what="the cut-off send confirmed")
+        assert len([s for s in feishu.sent if "报告写好了" in words_of(s)]) == 1  # the platform kept one
+        assert (await client.get("/api/attention")).json()["items"] == []  # nothing to ask the person
+    await again.stop()
