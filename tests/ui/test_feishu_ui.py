@@ -116,7 +116,8 @@ async def test_connect_feishu_opens_a_dialog_that_lists_what_the_app_needs(
     assert lines[0] == "im:message · send, reply and update cards as the app"
     assert [line.split(" · ")[0] for line in lines] == [p.scope for p in PERMISSIONS]
     assert [line for line in lines if "optional" in line] == [
-        "im:message.history:readonly · catch up on messages sent while the app was off (optional)"
+        "im:message.history:readonly · catch up on messages sent while the app was off (optional)",
+        "im:message.group_msg · catch up on group messages too (optional)",
     ]
     assert dialog.event_lines() == [
         "im.message.receive_v1 · receive messages (event)",
