@@ -8,7 +8,8 @@ gear at the bottom asks for the settings of the bot shown (`settingsRequested(bo
 With a TaskFacade, 任务 shows the task list in the right pane, and a task's detail opens there from the
 list, from a reply's task chip, or from needs-you; ‹ goes back. With a BotFacade, the chat header's ⓘ opens
 the bot's info panel beside the chat (`ui.bot_panel`), where a task opens in place. With a ChannelFacade,
-the panel's 渠道 and needs-you's 「微信登录已过期」 open the WeChat login dialog (`ui.wechat_login_dialog`).
+the panel's 渠道 and needs-you's 「微信登录已过期」 open the WeChat login dialog (`ui.wechat_login_dialog`),
+and the panel's 连接飞书 the Feishu connect dialog (`ui.feishu_connect_dialog`); one of each at a time.
 
 Everything it shows is read through the facades and re-read when the EventBridge says something changed.
 Reads and commands run as tasks on the qasync loop; no slot ever waits for the core.
@@ -49,6 +50,7 @@ from ui.bot_panel import PANEL_WIDTH, BotPanel
 from ui.bridge import EventBridge
 from ui.chat_view import ChatView
 from ui.conversation_list import ConversationList
+from ui.feishu_connect_dialog import FeishuConnectDialog, open_feishu_connect
 from ui.i18n import language, t
 from ui.icons import tinted_icon
 from ui.needs_you import NeedsYouButton, NeedsYouView
@@ -105,6 +107,7 @@ class MainWindow(QMainWindow):
         self._channels = channels
         self._channel_changed = bridge.channelChanged
         self.login_dialog: WeChatLoginDialog | None = None
+        self.feishu_dialog: FeishuConnectDialog | None = None
         sidebar = self._build_sidebar(tasks is not None)
         self.chat_view = ChatView(facade, self, attention=attention)
         self.pane = QStackedWidget(self)
@@ -227,6 +230,7 @@ class MainWindow(QMainWindow):
         self._bot_activity = Reloader(lambda: bots.activity(lang=language()), self._apply_activity)
         self.bot_panel = BotPanel(tasks, attention, self, rules=rules, channels=channels)
         self.bot_panel.channelLoginRequested.connect(self.open_channel_login)
+        self.bot_panel.feishuConnectRequested.connect(self.open_feishu)
         self.bot_panel.setMinimumWidth(260)
         self.bot_panel.conversationOpened.connect(self.open_conversation)
         self.bot_panel.attentionChanged.connect(self.reload_attention)
@@ -451,6 +455,27 @@ class MainWindow(QMainWindow):
         if self.login_dialog is dialog:
             self.login_dialog = None
 
+    def open_feishu(self, bot_id: str) -> FeishuConnectDialog | None:
+        """The Feishu connect dialog for a new channel of `bot_id` (the panel's 连接飞书). One at a time: a
+        second ask brings the open one forward."""
+        if self._channels is None or not bot_id:
+            return None
+        if self.feishu_dialog is not None:
+            self.feishu_dialog.raise_()
+            self.feishu_dialog.activateWindow()
+            return self.feishu_dialog
+        dialog = open_feishu_connect(self._channels, bot_id, self._calls, parent=self)
+        dialog.finished.connect(lambda _result: self._feishu_closed(dialog))
+        self.feishu_dialog = dialog
+        return dialog
+
+    def _feishu_closed(self, dialog: FeishuConnectDialog) -> None:
+        if self.feishu_dialog is dialog:
+            self.feishu_dialog = None
+        if self.bot_panel is not None:
+            # 渠道 is read again on close, as settings' section does (the add's ChannelChanged reads it too).
+            self.bot_panel.on_channel_changed("")
+
     def reload_attention(self) -> asyncio.Future[None] | None:
         """Re-read the needs-you list (sidebar count and page); the future resolves once it is shown.
         A no-op before the loop runs."""
@@ -478,9 +503,10 @@ class MainWindow(QMainWindow):
             self.bot_panel.shutdown()
         if self.needs_you is not None:
             self.needs_you.shutdown()
-        if self.login_dialog is not None:
-            with contextlib.suppress(RuntimeError):  # gone with the window already
-                self.login_dialog.reject()
+        for dialog in (self.login_dialog, self.feishu_dialog):
+            if dialog is not None:
+                with contextlib.suppress(RuntimeError):  # gone with the window already
+                    dialog.reject()
         self._calls.cancel_all()
         self.chat_view.shutdown()
         if self.task_list is not None:
