@@ -5,7 +5,8 @@
 Runs offscreen. For both schemes it writes into OUT_DIR (default /tmp/errand-shots):
 channels-panel-<scheme>-<lang>.png (the bot panel's 渠道 group: the desktop, a connected, an expired and a
 failed WeChat channel, a Feishu one in trouble, 连接微信 and 连接飞书),
-channels-login-qr-<scheme>-<lang>.png (the login dialog showing its QR code), channels-login-verify-<scheme>-<lang>.png (the verify-code step with
+channels-login-qr-<scheme>-<lang>.png (the login dialog showing its QR code),
+channels-login-verify-<scheme>-<lang>.png (the verify-code step with
 too few digits refused), channels-login-expired-<scheme>-<lang>.png (a second code after the first expired),
 channels-login-failed-<scheme>-<lang>.png (a failed login with 再试一次), channels-chat-<scheme>-<lang>.png
 (a WeChat conversation: 「在微信里回复」 in place of the composer, 微信 after its title in the sidebar),
