@@ -184,10 +184,12 @@ class ChannelInbox:
             if under_root.quoted_task is not None:
                 found = replace(found, quoted_task=under_root.quoted_task)
         # What waited for this peer to write goes first, as one 「你不在时:…」, before the reply to this. An
-        # outbox that fails here must not set the person's message aside.
+        # outbox that fails here must not set the person's message aside. Only a platform with a reply
+        # window holds messages until the person writes (on Feishu this would cost every message a flush).
         try:
-            await self._outbox.flush()
-            await self._queue_nudge(record, channel.bot_id, conversation_id)
+            if capabilities_of(channel.kind).reply_window:
+                await self._outbox.flush()
+                await self._queue_nudge(record, channel.bot_id, conversation_id)
         except Exception:
             log.exception("channel %s: the outbox failed before message %s", channel.id, record.key)
         noted: list[MessageView] = []
@@ -260,9 +262,6 @@ class ChannelInbox:
     async def _queue_nudge(self, record: InboundRecord, bot_id: str, conversation_id: str) -> None:
         """This message opened a new reply window: its one nudge is due two hours before it closes, and
         decides then whether it is needed (core.delivery.window_nudge)."""
-        channel = await self._db.read(lambda s: channel_rows.get_channel(s, record.channel_id))
-        if channel is None or not capabilities_of(channel.kind).reply_window:
-            return  # no window to close: nothing to nudge about
         peer = await self._db.read(lambda s: channel_rows.get_peer(s, record.channel_id, record.peer))
         if peer is None or peer.last_inbound_at <= 0:
             return
