@@ -35,6 +35,7 @@ from core.channels.feishu.presses import CardPresses
 from core.channels.inbox import ChannelInbox
 from core.channels.sends import ChannelSends
 from core.channels.service import ChannelService
+from core.channels.telegram.presses import TelegramPresses
 from core.channels.wechat.ilink import configured_urls
 from core.channels.wechat.media import MediaFetcher
 from core.chat.ports import LiveTurns
@@ -251,7 +252,10 @@ class Host:
             channels=self.channels,
         )
         # A button pressed on a Feishu card takes the same needs-you actions as the desktop.
-        self.channels.answer_presses_with(CardPresses(self.db, self.feishu_apps, self.attention, self.tasks))
+        self.channels.answer_presses_with(
+            CardPresses(self.db, self.feishu_apps, self.attention, self.tasks),
+            TelegramPresses(self.db, self.attention, self.tasks),
+        )
         # What the desktop window reads of bots: their settings and each one's sidebar activity.
         self.desktop_bots = BotsWithActivity(
             self.bots, BotActivityReader(self.tasks, self.attention, self.chat, self.bots)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 _ADD_FIELDS = frozenset({"kind"})
 _APP_FIELDS = frozenset({"kind", "appId", "appSecret", "domain"})  # an app the person registered (Feishu)
+_TOKEN_FIELDS = frozenset({"kind", "token"})  # a Telegram bot
 _CODE_FIELDS = frozenset({"code"})
 _UPDATE_FIELDS = frozenset({"allowed"})
 
@@ -36,6 +37,7 @@ def channel_json(view: ChannelView) -> dict[str, Any]:
         "strangers": list(view.strangers),
         "name": view.name,
         "domain": view.domain,
+        "pairingCode": view.pairing_code,
         "login": (
             {
                 "qrcodeUrl": login.qrcode_url,
@@ -80,6 +82,9 @@ class ChannelRoutes:
         kind = required_str(body, "kind")
         if kind == "feishu":
             _only(body, _APP_FIELDS)
+            view = await self._host.channels.add(request.match_info["id"], kind, body)
+        elif kind == "telegram":
+            _only(body, _TOKEN_FIELDS)
             view = await self._host.channels.add(request.match_info["id"], kind, body)
         else:
             _only(body, _ADD_FIELDS)

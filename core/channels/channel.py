@@ -77,6 +77,18 @@ FEISHU = ChannelCapabilities(
 )
 
 
+# Telegram takes 4,096 characters a message; its buttons are inline keyboards, and quotes (replies) work.
+TELEGRAM = ChannelCapabilities(
+    "telegram",
+    rings=True,
+    daily_cap=5,
+    supports_quote=True,
+    max_chars=4096,
+    strips_markers=False,
+    text_hints=True,
+)
+
+
 CHANNEL_GONE = "channel_gone"
 """SendHeld's reason when the conversation's channel was removed: the outbox keeps the message on the
 desktop instead of waiting for a channel that will not come back."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from sqlalchemy.orm import Session
@@ -22,6 +23,10 @@ from core.channels.channel import CHANNEL_GONE, Outgoing, SendHeld, SendOutcomeU
 from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.rest import FeishuError
 from core.channels.feishu.sender import FeishuSender
+from core.channels.telegram.config import base_urls as telegram_urls
+from core.channels.telegram.config import token_secret_name as telegram_token_name
+from core.channels.telegram.fault import TelegramFault
+from core.channels.telegram.sender import TelegramSender
 from core.channels.wechat.ilink import ILinkClient, ILinkError, SessionExpired, configured_urls
 from core.channels.wechat.login import token_secret_name
 from core.channels.wechat.sender import WeChatSender
@@ -29,6 +34,9 @@ from core.clock import Clock
 from core.store import channels as channel_rows
 from core.store.channels import ChannelRecord, PeerRecord
 from core.store.database import Database
+
+if TYPE_CHECKING:
+    from core.channels.telegram.api import TelegramApi
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +67,8 @@ class ChannelSends:
         self._base_url, _cdn = configured_urls(environ)
         self._transport = transport
         self._clients: dict[str, _Client] = {}
+        self._telegram_apis: dict[str, tuple[str, TelegramApi]] = {}
+        self._environ = environ
         self._closed = False
 
     async def close(self) -> None:
@@ -66,6 +76,9 @@ class ChannelSends:
         for held in self._clients.values():
             await held.client.close()
         self._clients.clear()
+        for _token, api in self._telegram_apis.values():
+            await api.close()
+        self._telegram_apis.clear()
 
     async def send(self, conversation_id: str, text: str, outgoing: Outgoing | None = None) -> str:
         def find(s: Session) -> tuple[PeerRecord | None, ChannelRecord | None]:
@@ -81,6 +94,8 @@ class ChannelSends:
             return await self._on_feishu(
                 channel, lambda sender: sender.send(conversation_id, peer.peer, text, outgoing)
             )
+        if channel.kind == "telegram":
+            return await self._on_telegram(channel, conversation_id, peer.peer, text, outgoing)
         return await self._send(channel, peer.peer, text)
 
     async def send_to_peer(self, channel_id: str, peer: str, text: str, *, reply_to: str = "") -> str:
@@ -89,6 +104,11 @@ class ChannelSends:
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
         if channel is None or not channel.sendable:
             raise SendHeld("channel_down", "the channel is not connected")
+        if channel.kind == "telegram":
+            api = await self._telegram(channel)
+            return await self._telegram_call(
+                channel, lambda: api.send(peer, text, reply_to=int(reply_to) if reply_to.isdigit() else 0)
+            )
         if channel.kind == "feishu":
             key = f"line:{channel_id}:{reply_to or peer}:{text}"
             return await self._on_feishu(
@@ -107,6 +127,42 @@ class ChannelSends:
             # failure, retried with the outbox's backoff (rate limits too), never `unsure`.
             log.warning("feishu channel %s: a send failed: %s", channel.id, exc)
             raise
+
+    async def _on_telegram(
+        self, channel: ChannelRecord, conversation_id: str, chat_id: str, text: str, outgoing: Outgoing | None
+    ) -> str:
+        sender = TelegramSender(self._db, await self._telegram(channel))
+        return await self._telegram_call(
+            channel, lambda: sender.send(conversation_id, chat_id, text, outgoing)
+        )
+
+    async def _telegram_call(self, channel: ChannelRecord, call: Callable[[], Awaitable[Any]]) -> str:
+        try:
+            return str(await call())
+        except TelegramFault as fault:
+            if fault.sent:  # Telegram has no idempotency key: it may be there, so never sent blindly again
+                raise SendOutcomeUnknown(str(fault)) from fault
+            if fault.token_refused:
+                raise SendHeld("channel_down", "Telegram refused the bot's token") from fault
+            raise
+
+    async def _telegram(self, channel: ChannelRecord) -> TelegramApi:
+        if self._closed:
+            raise SendHeld("channel_down", "Errand is stopping")
+        token = await self._secrets.get(telegram_token_name(channel.id))
+        if not token:
+            raise SendHeld("channel_down", "the bot's token is not in the keyring")
+        held = self._telegram_apis.get(channel.id)
+        if held is not None and held[0] == token:
+            return held[1]
+        if held is not None:
+            await held[1].close()
+        base, files = telegram_urls(self._environ)
+        from core.channels.telegram.api import TelegramApi  # with its first channel: it costs 0.2 s
+
+        api = TelegramApi(token, base_url=base, base_file_url=files)
+        self._telegram_apis[channel.id] = (token, api)
+        return api
 
     async def _send(self, channel: ChannelRecord, peer: str, text: str) -> str:
         token = await self._secrets.get(token_secret_name(channel.id))

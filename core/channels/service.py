@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import httpx
 from sqlalchemy.orm import Session
@@ -29,6 +30,12 @@ from core.channels.feishu.config import secret_name as feishu_secret_name
 from core.channels.feishu.receiver import FeishuReceiver, PressHandler
 from core.channels.feishu.rest import CredentialsRefused, FeishuError, FeishuRest
 from core.channels.inbox import ChannelInbox
+from core.channels.telegram.config import base_urls as telegram_urls
+from core.channels.telegram.config import checked_token, new_pairing_code, pairing_secret_name
+from core.channels.telegram.config import token_secret_name as telegram_token_name
+from core.channels.telegram.fault import TelegramFault
+from core.channels.telegram.receiver import PressHandler as TelegramPressHandler
+from core.channels.telegram.receiver import TelegramReceiver
 from core.channels.wechat.ilink import ILinkClient, configured_urls
 from core.channels.wechat.login import LoginProgress, WeChatLogin, checked_verify_code, token_secret_name
 from core.channels.wechat.receiver import WeChatReceiver
@@ -40,9 +47,12 @@ from core.store import channels as channel_rows
 from core.store.channels import ChannelRecord, InboundRecord
 from core.store.database import Database
 
+if TYPE_CHECKING:
+    from core.channels.telegram.api import TelegramApi
+
 log = logging.getLogger(__name__)
 
-KINDS = ("wechat", "feishu")
+KINDS = ("wechat", "feishu", "telegram")
 MAX_ALLOWED = 50
 MAX_PEER_ID = 200
 FIRST_CODE_TIMEOUT_S = 20.0  # how long adding a channel waits for the platform's first QR code
@@ -65,6 +75,7 @@ class ChannelView:
     strangers: tuple[str, ...] = ()  # who wrote and was told the bot is not theirs, the latest first
     name: str = ""  # the bot's name on the platform, where it has one of its own (a Feishu app's bot)
     domain: str = ""  # Feishu: "feishu" or "lark"
+    pairing_code: str = ""  # Telegram, until someone paired: what the owner sends as `/start <code>`
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +106,7 @@ class _Connection:
     task: asyncio.Task[None] | None = None
     login: WeChatLogin | None = None
     receiver: FeishuReceiver | None = None
+    telegram: TelegramApi | None = None  # imported with its first channel: python-telegram-bot costs 0.2 s
 
 
 class ChannelService:
@@ -112,6 +124,8 @@ class ChannelService:
     ) -> None:
         self._feishu = feishu or FeishuApps(secrets, clock, environ)
         self._presses: PressHandler | None = None
+        self._telegram_urls = telegram_urls(environ)
+        self._telegram_presses: TelegramPressHandler | None = None
         self._db = db
         self._bus = bus
         self._clock = clock
@@ -128,6 +142,8 @@ class ChannelService:
         for channel in await self._db.read(channel_rows.all_channels):
             if channel.kind == "feishu":
                 self._start_feishu(channel.id)
+            elif channel.kind == "telegram":
+                self._start_telegram(channel.id)
             elif channel.account:
                 await self._resume(channel)
 
@@ -143,12 +159,18 @@ class ChannelService:
         def read(s: Session) -> list[tuple[ChannelRecord, list[str]]]:
             return [(c, _strangers(s, c)) for c in channel_rows.channels_of_bot(s, bot_id)]
 
-        return [self._view(c, strangers) for c, strangers in await self._db.read(read)]
+        return [await self._with_code(self._view(c, strangers)) for c, strangers in await self._db.read(read)]
 
     async def get(self, bot_id: str, channel_id: str) -> ChannelView:
         channel = await self._channel(bot_id, channel_id)
         strangers = await self._db.read(lambda s: _strangers(s, channel))
-        return self._view(channel, strangers)
+        return await self._with_code(self._view(channel, strangers))
+
+    async def _with_code(self, view: ChannelView) -> ChannelView:
+        """A Telegram channel nobody paired with yet shows its pairing code."""
+        if view.kind != "telegram" or view.owner:
+            return view
+        return replace(view, pairing_code=await self._secrets.get(pairing_secret_name(view.id)) or "")
 
     async def expired_logins(self) -> list[ExpiredLogin]:
         """Channels that say `login_expired`, for needs-you."""
@@ -184,9 +206,13 @@ class ChannelService:
 
     # ---- commands -----------------------------------------------------------------------------------
 
-    def answer_presses_with(self, presses: PressHandler) -> None:
-        """Who answers a button pressed on a Feishu card (the host's CardPresses, built after needs-you)."""
+    def answer_presses_with(
+        self, presses: PressHandler, telegram: TelegramPressHandler | None = None
+    ) -> None:
+        """Who answers a button pressed on a Feishu card or under a Telegram message (both built after
+        needs-you)."""
         self._presses = presses
+        self._telegram_presses = telegram
 
     async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:
         """测试连接: the app's credentials open it, and this is its bot. Stores nothing."""
@@ -219,6 +245,8 @@ class ChannelService:
         await self._bot(bot_id)
         if kind == "feishu":
             return await self._add_feishu(bot_id, config)
+        if kind == "telegram":
+            return await self._add_telegram(bot_id, config)
         channel_id = new_id("ch")
         now = self._clock.time()
         await self._db.write(
@@ -306,6 +334,76 @@ class ChannelService:
             log.exception("channel %s: the Feishu connection failed", channel_id)
             await self._set_status(channel_id, "error", "the connection failed; see the log")
 
+    async def _add_telegram(self, bot_id: str, config: Mapping[str, object] | None) -> ChannelView:
+        """A Telegram bot by its token, checked with getMe first (nothing is stored when Telegram refuses
+        it); the answer carries the one-time pairing code."""
+        token = checked_token(config)
+        from core.channels.telegram.api import TelegramApi
+
+        api = TelegramApi(token, base_url=self._telegram_urls[0], base_file_url=self._telegram_urls[1])
+        try:
+            me = await api.me()
+        except TelegramFault as fault:
+            if fault.token_refused or fault.refused:
+                raise InvalidInputError("token", f"{fault}: copy the token from @BotFather again") from fault
+            raise UnavailableError(f"Telegram could not be reached: {fault}") from fault
+        finally:
+            await api.close()
+        for other in await self._db.read(channel_rows.all_channels):
+            if other.kind == "telegram" and other.account == str(me.id):
+                raise InvalidInputError("token", "this bot is connected already; it serves one Errand bot")
+        channel_id = new_id("ch")
+        now = self._clock.time()
+        await self._secrets.set(telegram_token_name(channel_id), token)
+        await self._secrets.set(pairing_secret_name(channel_id), new_pairing_code())
+
+        def store(s: Session) -> None:
+            channel_rows.insert_channel(s, id=channel_id, bot_id=bot_id, kind="telegram", now=now)
+            name = f"@{me.username}" if me.username else me.first_name
+            ident = str(me.id)
+            channel_rows.set_app(s, channel_id, app_id=ident, domain="", name=name, bot_ref=ident, now=now)
+
+        try:
+            await self._db.write(store)
+        except Exception:
+            await self._secrets.delete(telegram_token_name(channel_id))
+            await self._secrets.delete(pairing_secret_name(channel_id))
+            raise
+        self._start_telegram(channel_id)
+        self._bus.publish(ChannelChanged(channel_id))
+        return await self.get(bot_id, channel_id)
+
+    def _start_telegram(self, channel_id: str) -> None:
+        connection = _Connection(client=None)
+        self._connections[channel_id] = connection
+        connection.task = asyncio.get_running_loop().create_task(self._run_telegram(channel_id, connection))
+
+    async def _run_telegram(self, channel_id: str, connection: _Connection) -> None:
+        token = await self._secrets.get(telegram_token_name(channel_id))
+        if not token:
+            reason = "the bot's token is no longer in the keyring: connect it again"
+            await self._set_status(channel_id, "error", reason)
+            return
+        base, files = self._telegram_urls
+        from core.channels.telegram.api import TelegramApi
+
+        connection.telegram = TelegramApi(token, base_url=base, base_file_url=files)
+        receiver = TelegramReceiver(
+            self._db,
+            self._bus,
+            self._clock,
+            connection.telegram,
+            self._secrets,
+            channel_id=channel_id,
+            sink=self._inbox.hand_over,
+            presses=self._telegram_presses,
+        )
+        try:
+            await receiver.run()
+        except Exception:
+            log.exception("channel %s: the Telegram connection failed", channel_id)
+            await self._set_status(channel_id, "error", "the connection failed; see the log")
+
     def feishu_receiver(self, channel_id: str) -> FeishuReceiver | None:
         """A Feishu channel's receiver, once its connection task made it (tests, the bench: health reads)."""
         connection = self._connections.get(channel_id)
@@ -366,6 +464,8 @@ class ChannelService:
         await self._db.write(lambda s: channel_rows.delete_channel(s, channel_id))
         await self._secrets.delete(token_secret_name(channel_id))
         await self._secrets.delete(feishu_secret_name(channel_id))
+        await self._secrets.delete(telegram_token_name(channel_id))
+        await self._secrets.delete(pairing_secret_name(channel_id))
         await self._feishu.forget(channel_id)
         self._bus.publish(ChannelChanged(channel_id))
         self._bus.publish(AttentionChanged())
@@ -423,6 +523,8 @@ class ChannelService:
             await asyncio.gather(connection.task, return_exceptions=True)
         if connection.client is not None:
             await connection.client.close()
+        if connection.telegram is not None:
+            await connection.telegram.close()
 
     async def _set_status(self, channel_id: str, status: str, reason: str) -> None:
         now = self._clock.time()

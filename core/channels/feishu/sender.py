@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from core.channels.channel import Outgoing
 from core.channels.feishu import cards
 from core.channels.feishu.rest import FeishuRest
+from core.channels.threads import reply_target
 from core.store import approvals as approval_rows
-from core.store import messages as msg_rows
 from core.store import tasks as task_rows
 from core.store.database import Database
 
@@ -42,7 +42,7 @@ class FeishuSender:
         """Send and return Feishu's message id, once Feishu confirmed it."""
         key = outgoing.key if outgoing is not None else f"{conversation_id}:{text}"
         msg_type, content = await self._body(text, outgoing)
-        thread = await self._db.read(lambda s: _thread_of(s, conversation_id, outgoing))
+        thread = await self._db.read(lambda s: reply_target(s, conversation_id, outgoing))
         uuid = send_uuid(key)
         if thread:
             sent = await self._rest.reply(thread, msg_type, content, uuid=uuid)
@@ -96,18 +96,3 @@ def card_of(s: Session, outgoing: Outgoing) -> dict[str, Any] | None:
         item_id = f"approval:{asked.id}"
         return cards.approval_card(title=title, what=outgoing.plain, item_id=item_id, lang=lang)
     return None
-
-
-def _thread_of(s: Session, conversation_id: str, outgoing: Outgoing | None) -> str:
-    """The Feishu message to reply under: for a chat reply, the person's message it answers; for a task's
-    push, the request that started the task. '' to post in the chat itself."""
-    if outgoing is None:
-        return ""
-    if outgoing.task_id:
-        task = task_rows.get_task(s, outgoing.task_id)
-        origin = msg_rows.get_message(s, task.origin_message_id) if task and task.origin_message_id else None
-        return origin.channel_ref if origin is not None and origin.role == "user" else ""
-    if outgoing.purpose == "reply":
-        request = msg_rows.platform_request_before(s, conversation_id, outgoing.message_id)
-        return request.channel_ref if request is not None else ""
-    return ""

@@ -1,0 +1,113 @@
+"""A button pressed under one of our Telegram messages (docs/channels.md#telegram-messages): always
+answered (Telegram shows a spinner until it is), then the same needs-you action as the desktop, and the
+message changed to say what was chosen, its buttons gone. Only the owner and the people allowed may press;
+a press on something over says so."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
+
+from core.channels.telegram.fault import TelegramFault
+from core.channels.telegram.updates import TelegramPress
+from core.errors import ConflictError, ErrandError, NotFoundError
+from core.store import approvals as approval_rows
+from core.store import channels as channel_rows
+from core.store import messages as msg_rows
+from core.store.database import Database
+from core.tasks.language import language_of
+from core.translations import Language, text
+
+if TYPE_CHECKING:
+    from core.channels.telegram.api import TelegramApi
+
+log = logging.getLogger(__name__)
+
+
+class PressActions(Protocol):
+    async def act(self, item_id: str, action: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class PressTasks(Protocol):
+    async def answer(self, question_id: str, answer: str) -> str: ...
+
+    async def stop_task(self, task_id: str) -> object: ...
+
+
+class TelegramPresses:
+    def __init__(self, db: Database, actions: PressActions, tasks: PressTasks) -> None:
+        self._db = db
+        self._actions = actions
+        self._tasks = tasks
+
+    async def __call__(self, channel_id: str, api: TelegramApi, press: TelegramPress) -> None:
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
+        conversation = ""
+        original = ""
+        if channel is not None:
+            peer = await self._db.read(lambda s: channel_rows.get_peer(s, channel_id, str(press.chat_id)))
+            conversation = peer.conversation_id if peer is not None else ""
+        if conversation:
+            found = await self._db.read(
+                lambda s: msg_rows.find_by_channel_ref(s, conversation, str(press.message_id))
+            )
+            original = found.text if found is not None else ""
+        lang: Language = language_of(original)
+        if channel is None or (channel.owner and not channel.admits(str(press.sender))):
+            await self._answer(api, press, text(lang, "feishu_press.not_yours"))
+            return
+        try:
+            said, chosen = await self._act(press.data, lang)
+        except (NotFoundError, ConflictError):
+            said, chosen = text(lang, "feishu_press.gone"), ""
+        except ErrandError as exc:
+            said, chosen = str(exc), ""
+        await self._answer(api, press, said)
+        if chosen and original:
+            try:
+                await api.settle_message(press.chat_id, press.message_id, f"{original}\n\n{chosen}")
+            except TelegramFault as exc:  # the action was taken; only the buttons stay
+                log.info(
+                    "telegram channel %s: could not update message %s: %s", channel_id, press.message_id, exc
+                )
+
+    async def _act(self, data: str, lang: Language) -> tuple[str, str]:
+        """What to tell the person who pressed, and the line the message then shows ('' leaves it)."""
+        kind, _, rest = data.partition(":")
+        if kind == "q":
+            question_id, _, index = rest.rpartition(":")
+            asked = await self._db.read(lambda s: approval_rows.get_approval(s, question_id))
+            if asked is None or not index.isdigit() or int(index) >= len(asked.options):
+                raise NotFoundError("question", question_id)
+            answer = asked.options[int(index)]
+            chosen = text(lang, "feishu_card.chosen_bare", chosen=answer)
+            if asked.status == "withdrawn" and asked.task_id:
+                await self._tasks.answer(asked.id, answer)  # a late answer: the task hears it
+                return text(lang, "feishu_press.late", answer=answer), chosen
+            await self._actions.act(f"question:{asked.id}", "answer", {"answer": answer})
+            return text(lang, "feishu_press.answered", answer=answer), chosen
+        if kind in ("y", "n"):
+            action = "approve" if kind == "y" else "deny"
+            await self._actions.act(f"approval:{rest}", action, {})
+            label = text(lang, f"feishu_card.{action}")
+            return text(lang, "feishu_press.approved" if kind == "y" else "feishu_press.denied"), text(
+                lang, "feishu_card.chosen_bare", chosen=label
+            )
+        if kind == "r":
+            await self._actions.act(f"task_failed:{rest}", "retry", {})
+            return text(lang, "feishu_press.retrying"), text(
+                lang, "feishu_card.chosen_bare", chosen=text(lang, "feishu_card.retry")
+            )
+        if kind == "s":
+            await self._tasks.stop_task(rest)
+            return text(lang, "feishu_press.stopped"), text(
+                lang, "feishu_card.chosen_bare", chosen=text(lang, "feishu_card.stop")
+            )
+        return text(lang, "feishu_press.unknown"), ""
+
+    @staticmethod
+    async def _answer(api: TelegramApi, press: TelegramPress, words: str) -> None:
+        try:
+            await api.answer_press(press.id, words)
+        except TelegramFault as exc:
+            log.info("telegram: could not answer press %s: %s", press.id, exc)
