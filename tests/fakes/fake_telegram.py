@@ -301,6 +301,10 @@ class FakeTelegram:
         """Until the n-th getUpdates call that found nothing to answer is being held (or was)."""
         await self._wait(lambda: self.polls_held >= n, timeout)
 
+    async def wait_until(self, done: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Until `done()` holds, re-checked after every call the fake answers."""
+        await self._wait(done, timeout)
+
     async def _wait(self, done: Callable[[], bool], timeout: float) -> None:
         async with asyncio.timeout(timeout):
             while not done():

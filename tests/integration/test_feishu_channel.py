@@ -190,7 +190,8 @@ async def test_a_question_card_is_answered_by_its_button_and_the_card_shows_the_
         [
             report(
                 "needs_you", "need the basis", question="包月价还是按小时价?", options=["包月价", "按小时价"]
-            )
+            ),
+            Reply.text("等你的回答。"),  # the turn ends here, whenever the answer comes
         ],
     )
     host = feishu_host(tmp_path, model_server, home, feishu, MemorySecretStore())

@@ -60,7 +60,8 @@ async def test_a_bare_number_answers_the_question_a_task_asked_on_wechat(
         [
             report(
                 "needs_you", "need the basis", question="包月价还是按小时价?", options=["包月价", "按小时价"]
-            )
+            ),
+            Reply.text("等你的回答。"),  # the turn ends here, whenever the answer comes
         ],
     )
     host = wechat_host(tmp_path, model_server, home, ilink, MemorySecretStore())

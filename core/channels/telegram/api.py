@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +27,13 @@ from telegram.error import (
     TimedOut,
 )
 from telegram.request import HTTPXRequest
+from telegram.warnings import PTBUserWarning
 
 from core.channels.telegram.fault import TelegramFault
 
 log = logging.getLogger(__name__)
+# We call every method by name to read its raw answer (see above); PTB suggests its typed methods instead.
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.", category=PTBUserWarning)
 
 POLL_TIMEOUT_S = 25  # how long Telegram holds a getUpdates with nothing to give
 REQUEST_TIMEOUT_S = 15.0
@@ -133,8 +137,8 @@ class TelegramApi:
         try:
             return await self._bot.do_api_request(method, **kwargs)
         except RetryAfter as exc:
-            wait = exc.retry_after
-            seconds = wait.total_seconds() if hasattr(wait, "total_seconds") else float(wait)
+            # Its private timedelta: the public attribute warns that it will change type.
+            seconds = float(exc._retry_after.total_seconds())
             raise TelegramFault(f"Telegram asks to wait {seconds:.0f} s", retry_after=seconds) from exc
         except InvalidToken as exc:
             raise TelegramFault(f"Telegram refused the bot's token: {exc}", token_refused=True) from exc
@@ -150,6 +154,11 @@ class TelegramApi:
         except TimedOut as exc:
             raise TelegramFault(f"no answer from Telegram for the {method}: {exc}", sent=sending) from exc
         except NetworkError as exc:
-            raise TelegramFault(f"could not reach Telegram for the {method}: {exc}", sent=sending) from exc
+            # PTB raises this both for Telegram's own 5xx answer (it answered: the send did not go) and for a
+            # connection that broke ("httpx.…": it may have gone).
+            broke = str(exc).startswith("httpx.") and "Connect" not in str(exc)  # never connected: not sent
+            raise TelegramFault(
+                f"could not reach Telegram for the {method}: {exc}", sent=sending and broke
+            ) from exc
         except TelegramError as exc:
             raise TelegramFault(f"Telegram failed the {method}: {exc}", sent=sending) from exc

@@ -1,0 +1,200 @@
+"""A Telegram channel through the real host and python-telegram-bot against the fake Bot API: a refused
+token stores nothing; pairing with the one-time code makes the owner; chat is answered under the message; a
+task's question comes with buttons and a press answers it; what was written while Errand was off is
+answered once after a restart, and nothing confirmed is taken again."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from core.host import Host
+from tests.fakes.fake_telegram import FakeTelegram, SentMessage
+from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
+from tests.fakes.secrets import MemorySecretStore
+from tests.integration.host_fixtures import make_host, running_api
+from tests.integration.task_script import SessionScript, report
+
+OWNER, FRIEND = 4242, 777
+TITLE = "Compare GPU prices"
+
+
+@pytest.fixture
+async def telegram() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as server:
+        yield server
+
+
+def telegram_host(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    secrets: MemorySecretStore,
+) -> Host:
+    return make_host(
+        tmp_path / "data",
+        model_server.base_url,
+        home=home,
+        secrets=secrets,
+        environ={"ERRAND_TELEGRAM_BASE_URL": telegram.base_url},
+        gather_s=0.0,
+    )
+
+
+async def connect(
+    client: httpx.AsyncClient, host: Host, telegram: FakeTelegram
+) -> tuple[str, dict[str, Any]]:
+    bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+    r = await client.put(f"/api/bots/{bot}", json={"quietHours": {"start": "00:00", "end": "00:00"}})
+    assert r.status_code == 200, r.text
+    r = await client.post(f"/api/bots/{bot}/channels", json={"kind": "telegram", "token": telegram.token})
+    assert r.status_code == 201, r.text
+    return bot, dict(r.json())
+
+
+async def sent_with(host: Host, telegram: FakeTelegram, words: str, timeout: float = 15) -> SentMessage:
+    """Wait until a message with `words` reached the fake (re-checked as the fake answers calls)."""
+    try:
+        await telegram.wait_until(lambda: any(words in s.text for s in telegram.sent), timeout)
+    except TimeoutError:
+        raise TimeoutError(f"no Telegram message with {words!r}: {[s.text for s in telegram.sent]}") from None
+    return next(s for s in telegram.sent if words in s.text)
+
+
+async def pair(host: Host, telegram: FakeTelegram, code: str) -> None:
+    telegram.user_says(chat_id=OWNER, user_id=OWNER, text=f"/start {code}")
+    await sent_with(host, telegram, "配对好了")
+
+
+async def test_a_refused_token_stores_nothing_and_pairing_with_the_code_makes_the_owner(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    script: SessionScript,
+) -> None:
+    script.fallback = Reply.text("你好,我在。")
+    secrets = MemorySecretStore()
+    host = telegram_host(tmp_path, model_server, home, telegram, secrets)
+    async with running_api(host) as client:
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        wrong = "987654321:AAH-not-the-token-000000000000000000"
+        r = await client.post(f"/api/bots/{bot}/channels", json={"kind": "telegram", "token": wrong})
+        assert r.status_code == 400 and r.json()["error"]["message"].startswith("token")
+        assert (await client.get(f"/api/bots/{bot}/channels")).json()["channels"] == []
+        assert secrets.values == {}
+
+        bot, shown = await connect(client, host, telegram)
+        code = shown["pairingCode"]
+        assert len(code) == 6 and code.isdigit()
+        assert shown["name"] == f"@{telegram.username}"
+
+        telegram.user_says(chat_id=FRIEND, user_id=FRIEND, text="/start 000000")  # not the code
+        told = await sent_with(host, telegram, "还没配对")
+        assert told.chat_id == FRIEND
+        await pair(host, telegram, code)
+        channel = (await client.get(f"/api/bots/{bot}/channels/{shown['id']}")).json()
+        assert (channel["owner"], channel["pairingCode"], channel["status"]) == (str(OWNER), "", "connected")
+
+        asked = telegram.user_says(chat_id=OWNER, user_id=OWNER, text="你好")
+        reply = await sent_with(host, telegram, "你好,我在。")
+        assert reply.reply_to == asked["message_id"]
+        telegram.user_says(chat_id=FRIEND, user_id=FRIEND, text="/start " + code)  # used up: a stranger now
+        refusal = await sent_with(host, telegram, "only for its owner")  # "/start 123456" reads as English
+        assert refusal.chat_id == FRIEND
+        assert len(script.requests["chat"]) == 1  # only the owner's 你好 reached chat
+    await host.stop()
+
+
+async def test_a_question_comes_with_buttons_and_a_press_answers_it(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    script: SessionScript,
+) -> None:
+    script.add(
+        "chat",
+        [
+            Reply.tool_calls(
+                [ToolCallSpec("task_start", {"title": TITLE, "brief": "比较三家云的 GPU 价格"})]
+            ),
+            Reply.text("好,后台开始调研,好了告诉你。"),
+        ],
+    )
+    script.add(
+        TITLE,
+        [
+            report(
+                "needs_you", "need the basis", question="包月价还是按小时价?", options=["包月价", "按小时价"]
+            ),
+            Reply.text("等你的回答。"),  # the turn ends here, whenever the answer comes
+        ],
+    )
+    host = telegram_host(tmp_path, model_server, home, telegram, MemorySecretStore())
+    async with running_api(host) as client:
+        _bot, shown = await connect(client, host, telegram)
+        await pair(host, telegram, shown["pairingCode"])
+        request = telegram.user_says(chat_id=OWNER, user_id=OWNER, text="帮我比较一下 GPU 价格")
+        question = await sent_with(host, telegram, "包月价还是按小时价?")
+        assert question.reply_to == request["message_id"]  # under the request that started the task
+        assert question.reply_markup is not None
+        buttons = [b for row in question.reply_markup["inline_keyboard"] for b in row]
+        assert [b["text"] for b in buttons] == ["包月价", "按小时价"]
+        assert all(len(b["callback_data"].encode()) <= 64 for b in buttons)
+
+        script.add(TITLE, [report("done", "compared hourly", message="按小时价比较好了。")])
+        telegram.press(
+            chat_id=OWNER, user_id=OWNER, message_id=question.message_id, data=buttons[1]["callback_data"]
+        )
+        [answer] = await telegram.wait_for_callback_answers(1, timeout=15)
+        assert "按小时价" in (answer.text or "")
+        [edit] = await telegram.wait_for_edits(1, timeout=15)
+        assert "已选择「按小时价」" in (edit.text or "")
+        result = await sent_with(host, telegram, "按小时价比较好了")
+        assert result.reply_to == request["message_id"]
+        answered = [t for t in script.user_texts(TITLE, -1) if "The user answered" in t]
+        assert len(answered) == 1 and "按小时价" in answered[0]
+        assert (await client.get("/api/attention")).json()["items"] == []
+
+        script.add(TITLE, [report("done", "more", message="细节如下。")])
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="详细说说", reply_to=result.message_id)
+        going_on = await sent_with(host, telegram, "收到,")
+        assert going_on.text == f"收到,「{TITLE}」继续。"
+    await host.stop()
+
+
+async def test_what_was_written_while_errand_was_off_is_answered_once_and_nothing_confirmed_comes_again(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    script: SessionScript,
+) -> None:
+    script.add("chat", [Reply.text("第一条。"), Reply.text("离线一收到。"), Reply.text("离线二收到。")])
+    secrets = MemorySecretStore()
+    host = telegram_host(tmp_path, model_server, home, telegram, secrets)
+    async with running_api(host) as client:
+        _bot, shown = await connect(client, host, telegram)
+        await pair(host, telegram, shown["pairingCode"])
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="你好")
+        await sent_with(host, telegram, "第一条。")
+    await host.stop()
+
+    telegram.user_says(chat_id=OWNER, user_id=OWNER, text="离线时的第一条")
+    telegram.user_says(chat_id=OWNER, user_id=OWNER, text="离线时的第二条")
+    telegram.queue_raw({"message": {"no": "chat"}})  # a malformed update in between: skipped, not blocking
+    again = telegram_host(tmp_path, model_server, home, telegram, secrets)
+    async with running_api(again) as client:
+        await sent_with(again, telegram, "离线二收到。")
+        said = [t for t in script.user_texts("chat", -1) if "离线时" in str(t)]
+        assert said == ["离线时的第一条", "离线时的第二条"]
+        await telegram.wait_until(lambda: not telegram.pending_updates, 15)  # asked past them: confirmed
+        assert len(script.requests["chat"]) == 3
+        assert len([s for s in telegram.sent if "离线" in s.text]) == 2
+    await again.stop()
