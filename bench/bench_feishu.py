@@ -16,8 +16,8 @@ Each figure is printed next to a baseline measured in the same run, and all agai
   `start()` to the long connection up, to the catch-up's history calls answered (the last chat's history
   page written by the fake), and to all of them stored (rows in `inbound_messages`, polled every 2 ms once the
   history is read), and to all of them handed to chat, each in its conversation, in the order written
-  (the scripted model answers at once; rows marked handled, polled every 10 ms). Baseline: the same start of the same data dir
-  with nothing written while off (measured first). The SDK is already imported in this process, so these
+  (the scripted model answers at once; rows marked handled, polled every 10 ms). Baseline: the same start
+  of the same data dir with nothing written while off (measured first). The SDK is already imported in this process, so these
   starts do not pay for its import (see the import figure). Each start follows a `gc.collect()`, so a full
   collection owed for the bench's own garbage does not land in one of them, and the loop's longest stall
   meanwhile is shown (how late a 5 ms sleep woke, at worst). Median (min-max) of CATCH_UP_ROUNDS rounds,
