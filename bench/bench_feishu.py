@@ -14,14 +14,14 @@ Each figure is printed next to a baseline measured in the same run, and all agai
   run: the first writer is the owner, the others are allowed, each message answered), then `--per-chat`
   messages per chat written while the host was off (`say_while_offline`, round robin over the chats). From
   `start()` to the long connection up, to the catch-up's history calls answered (the last chat's history
-  page written by the fake), and to all of them stored (rows in `inbound_messages`, polled every 2 ms once the
-  history is read), and to all of them handed to chat, each in its conversation, in the order written
-  (the scripted model answers at once; rows marked handled, polled every 10 ms). Baseline: the same start
-  of the same data dir with nothing written while off (measured first). The SDK is already imported in this process, so these
-  starts do not pay for its import (see the import figure). Each start follows a `gc.collect()`, so a full
-  collection owed for the bench's own garbage does not land in one of them, and the loop's longest stall
-  meanwhile is shown (how late a 5 ms sleep woke, at worst). Median (min-max) of CATCH_UP_ROUNDS rounds,
-  each a fresh data dir and fake.
+  page written by the fake), and to all of them stored (rows in `inbound_messages`, polled every 2 ms once
+  the history is read), and to all of them handed to chat, each in its conversation, in the order written
+  (the scripted model answers at once; rows marked handled, polled every 10 ms). Baseline: the same start of
+  the same data dir with nothing written while off (measured first). The SDK is already imported in this
+  process, so these starts do not pay for its import (see the import figure). Each start follows a
+  `gc.collect()`, so a full collection owed for the bench's own garbage does not land in one of them, and
+  the loop's longest stall meanwhile is shown (how late a 5 ms sleep woke, at worst). Median (min-max) of
+  CATCH_UP_ROUNDS rounds, each a fresh data dir and fake.
 - an idle connected channel: the process's CPU time (psutil, in 10 ms ticks; in brackets
   `time.process_time()`, finer) and RSS growth over `--idle-s` seconds with one connected Feishu channel, the
   fake asking for a ping every PING_S = 5 s (Feishu's own: 120 s), next to the same seconds of the same host
