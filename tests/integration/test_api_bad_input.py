@@ -159,6 +159,9 @@ ROUTES: dict[tuple[str, str], Route] = {
             {"kind": "feishu", "appId": "cli_x1234567", "appSecret": ""},
             {"kind": "feishu", "appId": FEISHU_APP, "appSecret": "wrong secret"},
             {"kind": "feishu", "appId": FEISHU_APP, "appSecret": "wrong-secret", "domain": "lark"},
+            {"kind": "telegram", "token": "not a token"},
+            {"kind": "telegram", "token": 12345},
+            {"kind": "telegram", "token": "123456:AAH-abcdefghijklmnopqrstuvwxyz0123", "appId": "x"},
         ],
     ),
     ("POST", "/api/channels/check-app"): Route(

@@ -18,6 +18,7 @@ from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import make_host, running_api
 from tests.integration.task_script import SessionScript, report
+from tests.waiting import wait_until
 
 OWNER, FRIEND = 4242, 777
 TITLE = "Compare GPU prices"
@@ -198,3 +199,61 @@ async def test_what_was_written_while_errand_was_off_is_answered_once_and_nothin
         assert len(script.requests["chat"]) == 3
         assert len([s for s in telegram.sent if "离线" in s.text]) == 2
     await again.stop()
+
+
+async def test_a_server_error_is_retried_and_a_lost_answer_is_unsure_never_sent_again_by_itself(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    script: SessionScript,
+) -> None:
+    script.add("chat", [Reply.text("第一条回复。"), Reply.text("第二条回复。")])
+    host = telegram_host(tmp_path, model_server, home, telegram, MemorySecretStore())
+    async with running_api(host) as client:
+        _bot, shown = await connect(client, host, telegram)
+        await pair(host, telegram, shown["pairingCode"])
+        telegram.fail_sends(1, status=500)  # Telegram answered 500: it did not take it, so it goes again
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="你好")
+        await sent_with(host, telegram, "第一条回复。", timeout=30)
+        assert len([s for s in telegram.sent if "第一条回复" in s.text]) == 1
+
+        telegram.lose_answer(1)  # taken, but no answer: it may be there, so it waits for the person's word
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="再来")
+
+        async def asked() -> bool:
+            items = (await client.get("/api/attention")).json()["items"]
+            return any(i["kind"] == "unsure_delivery" for i in items)
+
+        await wait_until(host.bus, asked, timeout=15, what="the unsure send in needs-you")
+        await host.outbox.flush()
+        await host.outbox.settled()
+        assert len([s for s in telegram.sent if "第二条回复" in s.text]) == 1  # never sent again by itself
+    await host.stop()
+
+
+async def test_unreadable_updates_and_a_rate_limited_poll_block_nothing(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    script: SessionScript,
+) -> None:
+    script.fallback = Reply.text("在。")
+    host = telegram_host(tmp_path, model_server, home, telegram, MemorySecretStore())
+    async with running_api(host) as client:
+        _bot, shown = await connect(client, host, telegram)
+        await pair(host, telegram, shown["pairingCode"])
+        for bad in (
+            {"message": "not an object"},
+            {"message": {"message_id": 1, "chat": {"id": OWNER}, "from": {"id": "x"}, "date": 1}},
+            {"callback_query": {"id": "c1", "data": "q:x:0"}},
+            {"edited_message": {"message_id": 9}},  # a kind we do not take
+        ):
+            telegram.queue_raw(bad)
+        telegram.fail_polls(1, status=502)
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="还在吗")
+        await sent_with(host, telegram, "在。", timeout=15)
+        await telegram.wait_until(lambda: not telegram.pending_updates, 15)  # all confirmed, none stuck
+        assert len(script.requests["chat"]) == 1
+    await host.stop()
