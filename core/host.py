@@ -30,9 +30,9 @@ from core.bus import EventBus
 from core.changes import AttentionChanged, BotsChanged, ChannelChanged
 from core.channels.answers import ChannelAnswers
 from core.channels.feishu.apps import FeishuApps
-from core.channels.feishu.media import FeishuMedia
 from core.channels.feishu.presses import CardPresses
 from core.channels.inbox import ChannelInbox
+from core.channels.platform_media import PlatformMedia
 from core.channels.sends import ChannelSends
 from core.channels.service import ChannelService
 from core.channels.telegram.presses import TelegramPresses
@@ -236,7 +236,7 @@ class Host:
                 strangers=self.channel_sends,
                 media=self.media,
                 workspace_of=self.bots.workspace_of,
-                feishu_media=FeishuMedia(self.db, self.feishu_apps),
+                platform_media=PlatformMedia(self.db, self.feishu_apps, secrets, environ),
             ),
             environ=environ,
             feishu=self.feishu_apps,

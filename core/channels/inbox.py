@@ -112,11 +112,12 @@ class MediaSaver(Protocol):
         ...
 
 
-class FeishuMediaSaver(Protocol):
+class PlatformMediaSaver(Protocol):
     async def fetch(
         self, channel_id: str, message_id: str, media: dict[str, Any], dest_dir: Path, *, stem: str
     ) -> Path:
-        """Fetch one attachment of a Feishu message into `dest_dir` (FeishuMedia); MediaError says why not."""
+        """Fetch one attachment of a Feishu or Telegram message into `dest_dir` with the channel's own
+        credentials (PlatformMedia); MediaError says why not."""
         ...
 
 
@@ -133,9 +134,9 @@ class ChannelInbox:
         strangers: StrangerReply,
         media: MediaSaver,
         workspace_of: Callable[[str], Path],
-        feishu_media: FeishuMediaSaver | None = None,
+        platform_media: PlatformMediaSaver | None = None,
     ) -> None:
-        self._feishu_media = feishu_media
+        self._platform_media = platform_media
         self._media = media
         self._workspace_of = workspace_of
         self._outbox = outbox
@@ -280,12 +281,12 @@ class ChannelInbox:
             if not isinstance(media, dict):
                 continue
             kind = str(item.get("kind") or "file")
-            if "file_key" in media:  # Feishu's: fetched with the app's token
-                if self._feishu_media is None:
+            if "file_key" in media or "telegram_file" in media:  # fetched with the channel's own token
+                if self._platform_media is None:
                     parts.append(f"[{kind} could not be fetched: attachments are not read here]")
                     continue
                 try:
-                    saved = await self._feishu_media.fetch(
+                    saved = await self._platform_media.fetch(
                         record.channel_id, record.platform_id, media, folder, stem=f"{record.id}-{n}"
                     )
                 except MediaError as exc:

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+RETRY_AFTER_WAIT_S = 30.0  # a 429 asking to wait longer goes back to the outbox's retries
+
 
 @dataclass
 class _Client:
@@ -138,7 +140,18 @@ class ChannelSends:
 
     async def _telegram_call(self, channel: ChannelRecord, call: Callable[[], Awaitable[Any]]) -> str:
         try:
-            return str(await call())
+            try:
+                return str(await call())
+            except TelegramFault as fault:
+                if not 0 < fault.retry_after <= RETRY_AFTER_WAIT_S:
+                    raise
+                # Telegram said how long to wait: waited here (this conversation's sends queue behind it),
+                # instead of the outbox's own backoff, which may come back too soon.
+                log.info(
+                    "telegram channel %s: waiting %.0f s as Telegram asked", channel.id, fault.retry_after
+                )
+                await self._clock.sleep(fault.retry_after)
+                return str(await call())
         except TelegramFault as fault:
             if fault.sent:  # Telegram has no idempotency key: it may be there, so never sent blindly again
                 raise SendOutcomeUnknown(str(fault)) from fault

@@ -257,3 +257,29 @@ async def test_unreadable_updates_and_a_rate_limited_poll_block_nothing(
         await telegram.wait_until(lambda: not telegram.pending_updates, 15)  # all confirmed, none stuck
         assert len(script.requests["chat"]) == 1
     await host.stop()
+
+
+async def test_a_photo_is_saved_in_the_inbox_and_a_rate_limited_reply_waits_as_asked(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    script: SessionScript,
+) -> None:
+    script.fallback = Reply.text("看到图了。")
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+    telegram.put_file("photo-1", png, file_path="photos/file_1.png")
+    host = telegram_host(tmp_path, model_server, home, telegram, MemorySecretStore())
+    async with running_api(host) as client:
+        _bot, shown = await connect(client, host, telegram)
+        await pair(host, telegram, shown["pairingCode"])
+        telegram.rate_limit(1, retry_after=1)
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="看看这张", photo="photo-1")
+        await sent_with(host, telegram, "看到图了。", timeout=15)
+        assert len([s for s in telegram.sent if "看到图了" in s.text]) == 1
+        [said] = [t for t in script.user_texts("chat", -1) if "[image:" in t]
+        relative = said.split("[image: ", 1)[1].rstrip("]")
+        assert relative.startswith("inbox/") and relative.endswith(".png")
+        [bot] = (await client.get("/api/bots")).json()["bots"]
+        assert (host.bots.workspace_of(bot["id"]) / relative).read_bytes() == png
+    await host.stop()

@@ -80,13 +80,14 @@ def _message(update_id: int, message: dict[str, Any]) -> TelegramMessage:
         largest = photos[-1]  # Telegram lists the sizes from the smallest
         if not isinstance(largest, dict) or not isinstance(largest.get("file_id"), str):
             raise UpdateError("message.photo", "must list sizes with a file_id")
-        items.append({"kind": "image", "media": {"telegram_file": largest["file_id"]}})
+        items.append({"kind": "image", "media": {"telegram_file": largest["file_id"], "type": "image"}})
     document = message.get("document")
     if isinstance(document, dict):
         if not isinstance(document.get("file_id"), str):
             raise UpdateError("message.document.file_id", "is missing")
         name = document.get("file_name") if isinstance(document.get("file_name"), str) else ""
-        items.append({"kind": "file", "media": {"telegram_file": document["file_id"], "file_name": name}})
+        media = {"telegram_file": document["file_id"], "type": "file", "file_name": name}
+        items.append({"kind": "file", "media": media})
     quoted = message.get("reply_to_message")
     reply_to = quoted.get("message_id") if isinstance(quoted, dict) else 0
     return TelegramMessage(
