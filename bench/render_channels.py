@@ -15,7 +15,10 @@ Feishu: channels-feishu-empty-<scheme>-<lang>.png (连接飞书 as it opens), ch
 (after 测试连接 named the bot), channels-feishu-missing-... (empty fields refused in place),
 channels-feishu-refused-... (a secret the platform refused), channels-feishu-unavailable-... (the platform
 out of reach, said above the buttons) and channels-feishu-settings-... (a 渠道 section with Feishu and Lark
-rows: connected, reconnecting, unhealthy).
+rows: connected, reconnecting, unhealthy); for Telegram: channels-telegram-refused-<scheme>-<lang>.png (a
+malformed token refused under its field), channels-telegram-pairing-... (the pairing step with the /start
+code), channels-telegram-paired-... (已配对) and channels-telegram-settings-... (a 渠道 section with a
+Telegram row waiting for pairing).
 """
 
 from __future__ import annotations
@@ -134,6 +137,7 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     settings.reject()
 
     await render_feishu(bots, window, save, zh)
+    await render_telegram(bots, window, save)
 
     window.shutdown()
     bridge.close()
@@ -212,6 +216,50 @@ async def render_feishu(
         scroll.ensureWidgetVisible(section.connect_feishu_button, 0, 40)
     await settle()
     save("feishu-settings", settings)
+    settings.reject()
+    await settle()
+
+
+async def render_telegram(
+    bots: FakeBotFacade, window: MainWindow, save: Callable[[str, QWidget], None]
+) -> None:
+    """连接 Telegram with a malformed token refused, the pairing step, paired; then a 渠道 section with a
+    Telegram row waiting for its pairing code beside a paired one."""
+    channels = FakeChannels()
+    settings = BotSettingsDialog(bots, "bot-1", window, channels=channels)
+    settings.resize(640, 760)
+    settings.show()
+    await settings.load()
+    await settle()
+    section = settings.channel_section
+    if section is None:
+        settings.reject()
+        return
+    dialog = section.open_telegram()
+    await settle()
+    QTest.keyClicks(dialog.token_input, "7012345678:AAHdq")
+    dialog.connect_bot()
+    await settle()
+    save("telegram-refused", dialog)
+    dialog.token_input.setText("7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1")
+    dialog.connect_bot()
+    await settle()
+    save("telegram-pairing", dialog)
+    channels.pair(dialog.channel_id)
+    dialog.show_view(channels.channel(dialog.channel_id))
+    await settle()
+    save("telegram-paired", dialog)
+    dialog.accept()
+    await settle()
+
+    channels.put_telegram(name="@tiantian_helper_bot")
+    await settings.load()
+    await settle()
+    scroll = settings.findChild(QScrollArea, "settingsScroll")
+    if scroll is not None:
+        scroll.ensureWidgetVisible(section.connect_telegram_button, 0, 40)
+    await settle()
+    save("telegram-settings", settings)
     settings.reject()
     await settle()
 

@@ -240,6 +240,8 @@ class BotPanel(QWidget):
     channelLoginRequested = Signal(str, str, bool)
     # 连接飞书 in 渠道 (bot id): the window opens the Feishu connect dialog.
     feishuConnectRequested = Signal(str)
+    # 连接 Telegram in 渠道 (bot id): the window opens the Telegram connect dialog.
+    telegramConnectRequested = Signal(str)
 
     def __init__(
         self,
@@ -408,15 +410,17 @@ class BotPanel(QWidget):
         self.desktop_row = PanelChannelRow(None, self._channels_well)
         self._channels_layout.addWidget(self.desktop_row)
         self.channel_rows: list[PanelChannelRow] = []
-        # 「+ 连接微信  + 连接飞书」: two quiet links under the well, side by side (one under the other in a
-        # panel too narrow for both); only with a ChannelFacade.
+        # 「+ 连接微信  + 连接飞书  + 连接 Telegram」: quiet links under the well, side by side (flowing onto
+        # the next line in a panel too narrow for all); only with a ChannelFacade.
         self.connect_row = QWidget(self.channels_group)
         self.connect_row.setObjectName("panelConnectRow")
         self.connect_wechat_button = self._connect_link(t("panel.connect_wechat"), self.connect_wechat)
         self.connect_feishu_button = self._connect_link(t("panel.connect_feishu"), self.connect_feishu)
+        self.connect_telegram_button = self._connect_link(t("panel.connect_telegram"), self.connect_telegram)
         links = LinkFlow(self.connect_row, spacing=6, line_spacing=2)
         links.addWidget(self.connect_wechat_button)
         links.addWidget(self.connect_feishu_button)
+        links.addWidget(self.connect_telegram_button)
         self.connect_row.setVisible(self._channel_reader is not None)
         group_layout = self.channels_group.layout()
         if group_layout is not None:
@@ -463,6 +467,11 @@ class BotPanel(QWidget):
         """连接飞书: ask the window for the Feishu connect dialog on this bot."""
         if self.bot_id is not None and self._channel_reader is not None:
             self.feishuConnectRequested.emit(self.bot_id)
+
+    def connect_telegram(self) -> None:
+        """连接 Telegram: ask the window for the Telegram connect dialog on this bot."""
+        if self.bot_id is not None and self._channel_reader is not None:
+            self.telegramConnectRequested.emit(self.bot_id)
 
     def _login_requested(self, channel_id: str, again: bool) -> None:
         if self.bot_id is not None:

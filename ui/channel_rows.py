@@ -10,6 +10,8 @@
     ● 飞书 · Errand Bot                     正在重连      amber: Feishu's long connection is being made again
     ● Lark · cli_a1b2c3                     连接异常      amber: connected, but messages went missing
       catch-up found 2 messages the connection missed
+    ● Telegram · @errand_bot                等待配对      amber: nobody sent the pairing code yet
+      发送 /start 123456 配对
 
 `BotChannels` reads one bot's channels through the ChannelFacade while the view is shown and says `changed`
 when they differ; the words and dots live here so both places say the same thing.
@@ -46,7 +48,8 @@ QR_KINDS = ("wechat",)
 
 
 def kind_name(kind: str) -> str:
-    """「微信」 for wechat, 「飞书」 for feishu, 「桌面」 for the desktop; an unknown kind as it is spelt."""
+    """「微信」 for wechat, 「飞书」 for feishu, 「Telegram」 for telegram, 「桌面」 for the desktop; an
+    unknown kind as it is spelt."""
     if kind == "desktop":
         return t("task.channel.desktop")
     key = f"channel.{kind}"
@@ -64,9 +67,15 @@ def platform_name(view: ChannelView) -> str:
 def channel_title(view: ChannelView) -> str:
     """「微信 · wxid_a1b2c3」, or just 「微信」 before an account is known. The account's @domain adds
     nothing a person recognises. A Feishu app's bot goes by its own name (「飞书 · Errand Bot」), else by
-    the app id."""
+    the app id; a Telegram bot by its @username (「Telegram · @errand_bot」)."""
     account = view.name or view.account.split("@", 1)[0]
     return f"{platform_name(view)} · {account}" if account else platform_name(view)
+
+
+def awaiting_pairing(view: ChannelView) -> bool:
+    """A Telegram bot nobody paired with yet: its code is shown until the owner sends it. A channel that
+    failed or is in trouble says that instead."""
+    return bool(view.pairing_code) and not view.owner and known_status(view) in ("connected", "connecting")
 
 
 def known_status(view: ChannelView) -> str:
@@ -78,12 +87,17 @@ def is_failed(view: ChannelView) -> bool:
 
 
 def shown_reason(view: ChannelView) -> str:
-    """The reason said under the row: why it failed, or what is wrong while it is troubled."""
+    """The reason said under the row: why it failed, what is wrong while it is troubled, or what to send
+    to pair."""
+    if awaiting_pairing(view):
+        return t("channels.pairing_line", code=view.pairing_code)
     return view.reason if known_status(view) in (*FAILED, *TROUBLED) else ""
 
 
 def channel_dot(view: ChannelView) -> DotState:
     status = known_status(view)
+    if awaiting_pairing(view):
+        return "needs"
     if status == "connected":
         return "working"
     if status in TROUBLED:
@@ -94,7 +108,10 @@ def channel_dot(view: ChannelView) -> DotState:
 
 
 def status_word(view: ChannelView) -> str:
-    """已连接 / 连接中 / 正在重连 / 连接异常 / 登录已过期 / 出错."""
+    """已连接 / 连接中 / 正在重连 / 连接异常 / 登录已过期 / 出错, or 等待配对 for a Telegram bot nobody
+    paired with yet."""
+    if awaiting_pairing(view):
+        return t("channels.status.awaiting_pairing")
     return t(f"channels.status.{known_status(view)}")
 
 

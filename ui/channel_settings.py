@@ -1,12 +1,14 @@
 """Bot settings' 渠道 section (docs/desktop.md#channels): the bot's channels, each with what can be done to
-it, and 连接微信 and 连接飞书 at the end:
+it, and 连接微信, 连接飞书 and 连接 Telegram at the end:
 
     渠道    ● 微信 · wxid_a1b2c3   已连接                              [移除]
             ● 微信 · wxid_d4e5f6   登录已过期               [重新扫码] [移除]
               移除这个微信渠道?它不再收消息,登录也会清除;已有的对话会保留。
               [移除] [取消]                                    asked in place before anything goes
             ● 飞书 · Errand Bot    正在重连                            [移除]
-            [连接微信] [连接飞书]                                   连接飞书: ui.feishu_connect_dialog
+            ● Telegram · @errand_bot  等待配对                         [移除]
+              发送 /start 123456 配对
+            [连接微信] [连接飞书] [连接 Telegram]    ui.feishu_connect_dialog, ui.telegram_connect_dialog
 
 Everything here acts at once through the ChannelFacade (a login, a removal), not on the dialog's Save:
 a channel is not a setting that waits. The section re-reads on the bridge's `channelChanged`.
@@ -43,6 +45,7 @@ from ui.feishu_connect_dialog import FeishuConnectDialog, open_feishu_connect
 from ui.form import Section, button, small_label
 from ui.i18n import t
 from ui.status_dot import StatusDot
+from ui.telegram_connect_dialog import TelegramConnectDialog, open_telegram_connect
 from ui.wechat_login_dialog import WeChatLoginDialog, open_wechat_login
 
 log = logging.getLogger(__name__)
@@ -77,12 +80,13 @@ class SettingsChannelRow(QWidget):
             )
         self.remove_button = button(t("channels.remove"), self, "quiet")
         self.remove_button.clicked.connect(lambda _checked=False: self.ask_remove())
-        # A QR login's channel forgets its login; an app's channel forgets the app's credentials.
-        question = (
-            t("channels.remove_confirm")
-            if view.kind in QR_KINDS
-            else t("channels.remove_confirm_app", channel=platform_name(view))
-        )
+        # A QR login's channel forgets its login; an app's channel the app's credentials; Telegram its token.
+        if view.kind in QR_KINDS:
+            question = t("channels.remove_confirm")
+        elif view.kind == "telegram":
+            question = t("channels.remove_confirm_telegram")
+        else:
+            question = t("channels.remove_confirm_app", channel=platform_name(view))
         self.confirm = DeleteConfirm(
             question,
             (t("channels.remove"), t("channels.removing"), t("settings.cancel")),
@@ -137,17 +141,21 @@ class ChannelSection(Section):
         self.rows: list[SettingsChannelRow] = []
         self.login_dialog: WeChatLoginDialog | None = None
         self.feishu_dialog: FeishuConnectDialog | None = None
+        self.telegram_dialog: TelegramConnectDialog | None = None
         self.none_label = small_label(t("channels.none"), "faint", "settingsHint", self.well)
         self.connect_button = button(t("channels.connect_wechat"), self.well)
         self.connect_button.clicked.connect(lambda _checked=False: self.open_login(""))
         self.connect_feishu_button = button(t("channels.connect_feishu"), self.well)
         self.connect_feishu_button.clicked.connect(lambda _checked=False: self.open_feishu())
+        self.connect_telegram_button = button(t("channels.connect_telegram"), self.well)
+        self.connect_telegram_button.clicked.connect(lambda _checked=False: self.open_telegram())
         self.error = small_label("", "danger", "settingsError", self.well)
         self._tail = QWidget(self.well)
         buttons = QHBoxLayout()
         buttons.setSpacing(8)
         buttons.addWidget(self.connect_button)
         buttons.addWidget(self.connect_feishu_button)
+        buttons.addWidget(self.connect_telegram_button)
         buttons.addStretch(1)
         tail = QVBoxLayout(self._tail)
         tail.setContentsMargins(14, 10, 14, 10)
@@ -170,7 +178,7 @@ class ChannelSection(Section):
         self._shut = True  # a dialog closed from here on is not followed by a read
         self._reader.reset()
         self._calls.cancel_all()
-        for dialog in (self.login_dialog, self.feishu_dialog):
+        for dialog in (self.login_dialog, self.feishu_dialog, self.telegram_dialog):
             if dialog is not None:
                 with contextlib.suppress(RuntimeError):  # gone with the settings dialog already
                     dialog.reject()
@@ -207,6 +215,18 @@ class ChannelSection(Section):
         self.feishu_dialog = dialog
         return dialog
 
+    def open_telegram(self) -> TelegramConnectDialog:
+        """连接 Telegram: the bot's token connected in the dialog, which then waits for the pairing."""
+        if self.telegram_dialog is not None:
+            self.telegram_dialog.raise_()
+            return self.telegram_dialog
+        dialog = open_telegram_connect(
+            self._channels, self._bot_id, self._calls, changed=self._changed, parent=self.window()
+        )
+        dialog.finished.connect(lambda _result: self._telegram_closed(dialog))
+        self.telegram_dialog = dialog
+        return dialog
+
     def remove(self, row: SettingsChannelRow) -> None:
         row.confirm.set_busy(True)
         self.error.hide()
@@ -222,7 +242,7 @@ class ChannelSection(Section):
     def _show(self) -> None:
         layout = self.well.layout()
         assert layout is not None
-        # Rows and their lines go; the tail (连接微信, 连接飞书) and the line above it are built again below.
+        # Rows and their lines go; the tail (the 连接 buttons) and the line above it are built again below.
         while layout.count():
             item = layout.takeAt(0)
             widget = item.widget() if item is not None else None
@@ -258,5 +278,11 @@ class ChannelSection(Section):
     def _feishu_closed(self, dialog: FeishuConnectDialog) -> None:
         if self.feishu_dialog is dialog:
             self.feishu_dialog = None
+        if not self._shut:
+            self._reader.request()
+
+    def _telegram_closed(self, dialog: TelegramConnectDialog) -> None:
+        if self.telegram_dialog is dialog:
+            self.telegram_dialog = None
         if not self._shut:
             self._reader.request()

@@ -9,7 +9,8 @@ With a TaskFacade, 任务 shows the task list in the right pane, and a task's de
 list, from a reply's task chip, or from needs-you; ‹ goes back. With a BotFacade, the chat header's ⓘ opens
 the bot's info panel beside the chat (`ui.bot_panel`), where a task opens in place. With a ChannelFacade,
 the panel's 渠道 and needs-you's 「微信登录已过期」 open the WeChat login dialog (`ui.wechat_login_dialog`),
-and the panel's 连接飞书 the Feishu connect dialog (`ui.feishu_connect_dialog`); one of each at a time.
+the panel's 连接飞书 the Feishu connect dialog (`ui.feishu_connect_dialog`) and its 连接 Telegram the Telegram
+one (`ui.telegram_connect_dialog`); one of each at a time.
 
 Everything it shows is read through the facades and re-read when the EventBridge says something changed.
 Reads and commands run as tasks on the qasync loop; no slot ever waits for the core.
@@ -58,6 +59,7 @@ from ui.reloader import Reloader
 from ui.sidebar_search import SidebarSearch
 from ui.task_detail import TaskDetailView
 from ui.task_list import TaskListView
+from ui.telegram_connect_dialog import TelegramConnectDialog, open_telegram_connect
 from ui.wechat_login_dialog import WeChatLoginDialog, open_wechat_login
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,7 @@ class MainWindow(QMainWindow):
         self._channel_changed = bridge.channelChanged
         self.login_dialog: WeChatLoginDialog | None = None
         self.feishu_dialog: FeishuConnectDialog | None = None
+        self.telegram_dialog: TelegramConnectDialog | None = None
         sidebar = self._build_sidebar(tasks is not None)
         self.chat_view = ChatView(facade, self, attention=attention)
         self.pane = QStackedWidget(self)
@@ -231,6 +234,7 @@ class MainWindow(QMainWindow):
         self.bot_panel = BotPanel(tasks, attention, self, rules=rules, channels=channels)
         self.bot_panel.channelLoginRequested.connect(self.open_channel_login)
         self.bot_panel.feishuConnectRequested.connect(self.open_feishu)
+        self.bot_panel.telegramConnectRequested.connect(self.open_telegram)
         self.bot_panel.setMinimumWidth(260)
         self.bot_panel.conversationOpened.connect(self.open_conversation)
         self.bot_panel.attentionChanged.connect(self.reload_attention)
@@ -476,6 +480,28 @@ class MainWindow(QMainWindow):
             # 渠道 is read again on close, as settings' section does (the add's ChannelChanged reads it too).
             self.bot_panel.on_channel_changed("")
 
+    def open_telegram(self, bot_id: str) -> TelegramConnectDialog | None:
+        """The Telegram connect dialog for a new channel of `bot_id` (the panel's 连接 Telegram). One at a
+        time: a second ask brings the open one forward."""
+        if self._channels is None or not bot_id:
+            return None
+        if self.telegram_dialog is not None:
+            self.telegram_dialog.raise_()
+            self.telegram_dialog.activateWindow()
+            return self.telegram_dialog
+        dialog = open_telegram_connect(
+            self._channels, bot_id, self._calls, changed=self._channel_changed, parent=self
+        )
+        dialog.finished.connect(lambda _result: self._telegram_closed(dialog))
+        self.telegram_dialog = dialog
+        return dialog
+
+    def _telegram_closed(self, dialog: TelegramConnectDialog) -> None:
+        if self.telegram_dialog is dialog:
+            self.telegram_dialog = None
+        if self.bot_panel is not None:
+            self.bot_panel.on_channel_changed("")
+
     def reload_attention(self) -> asyncio.Future[None] | None:
         """Re-read the needs-you list (sidebar count and page); the future resolves once it is shown.
         A no-op before the loop runs."""
@@ -503,7 +529,7 @@ class MainWindow(QMainWindow):
             self.bot_panel.shutdown()
         if self.needs_you is not None:
             self.needs_you.shutdown()
-        for dialog in (self.login_dialog, self.feishu_dialog):
+        for dialog in (self.login_dialog, self.feishu_dialog, self.telegram_dialog):
             if dialog is not None:
                 with contextlib.suppress(RuntimeError):  # gone with the window already
                     dialog.reject()

@@ -4,7 +4,9 @@ Channels are set up by hand (`put`) or made by `add` as the real service makes t
 with a QR login whose first code is there. Feishu: its config checked field by field (an empty appId or
 appSecret, a domain other than feishu or lark, is refused with that field as the real service does), then
 `connected`, named by the config's "name" or "Errand Bot", the app id as its account; `check_app` checks the
-same way and answers an AppCheck with that name. A test then walks a WeChat login the way the platform
+same way and answers an AppCheck with that name. Telegram: its {"token"} checked with the real
+`checked_token` (field token), then `connected` as @errand_test_bot, waiting for the pairing code "123456"
+until a test calls `pair`. A test then walks a WeChat login the way the platform
 would: `scan`, `ask_verify_code`, `expire_code` (a new code, three in all, then the login fails as the real
 one does), `confirm`, `fail`; and moves a channel's own status with `connect`, `expire_login`, `set_error`
 and `set_status` (Feishu's reconnecting and unhealthy).
@@ -26,12 +28,16 @@ from dataclasses import replace
 
 from core.channels.app_check import AppCheck
 from core.channels.service import KINDS, ChannelView
+from core.channels.telegram.config import checked_token
 from core.channels.wechat.login import MAX_CODES, LoginProgress, checked_verify_code
 from core.errors import InvalidInputError, NotFoundError
 
 QR_URL = "https://liteapp.weixin.qq.com/q/7GiQu1?qrcode={n}&bot_type=3"
 FEISHU_BOT = "Errand Bot"
 FEISHU_DOMAINS = ("feishu", "lark")
+TELEGRAM_BOT = "@errand_test_bot"
+TELEGRAM_BOT_ID = "7012345678"
+PAIRING_CODE = "123456"
 # The kinds the fake makes: the real service's, and Feishu, whose channels the UI connects by app.
 FAKE_KINDS = tuple(dict.fromkeys((*KINDS, "feishu")))
 
@@ -85,6 +91,11 @@ class FakeChannels:
             )
             self._set(view)
             return view
+        if kind == "telegram":
+            self.configs.append(("add", dict(config or {})))
+            checked_token(config)
+            await self._held(self.add_error)
+            return self.put_telegram(bot_id)
         await self._held(self.add_error)
         channel_id = f"ch_{next(self._ids):012x}"
         view = ChannelView(channel_id, bot_id, kind, "", "", "connecting", "", _first_code())
@@ -139,6 +150,7 @@ class FakeChannels:
         kind: str = "wechat",
         name: str = "",
         domain: str = "",
+        pairing_code: str = "",
     ) -> ChannelView:
         """A channel as if it had been connected earlier."""
         view = ChannelView(
@@ -152,6 +164,7 @@ class FakeChannels:
             login,
             name=name,
             domain=domain,
+            pairing_code=pairing_code,
         )
         self._set(view)
         return view
@@ -170,6 +183,33 @@ class FakeChannels:
         return self.put(
             bot_id, status, account=app_id, owner="", reason=reason, kind="feishu", name=name, domain=domain
         )
+
+    def put_telegram(
+        self,
+        bot_id: str = "bot-1",
+        status: str = "connected",
+        *,
+        name: str = TELEGRAM_BOT,
+        owner: str = "",
+        pairing_code: str = PAIRING_CODE,
+        reason: str = "",
+    ) -> ChannelView:
+        """A Telegram channel as if its token had been connected earlier: waiting for its pairing code
+        unless an `owner` is given (then it has no code)."""
+        return self.put(
+            bot_id,
+            status,
+            account=TELEGRAM_BOT_ID,
+            owner=owner,
+            reason=reason,
+            kind="telegram",
+            name=name,
+            pairing_code="" if owner else pairing_code,
+        )
+
+    def pair(self, channel_id: str, owner: str = "4242") -> None:
+        """Someone sent `/start <code>`: they are the owner now and the code is spent."""
+        self._set(replace(self._channels[channel_id], owner=owner, pairing_code=""))
 
     def channel(self, channel_id: str) -> ChannelView:
         return self._channels[channel_id]
