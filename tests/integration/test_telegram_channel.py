@@ -17,7 +17,7 @@ from tests.fakes.fake_telegram import FakeTelegram, SentMessage
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.fakes.secrets import MemorySecretStore
 from tests.integration.host_fixtures import make_host, running_api
-from tests.integration.task_script import SessionScript, report
+from tests.integration.task_script import SessionScript, bash, report
 from tests.waiting import wait_until
 
 OWNER, FRIEND = 4242, 777
@@ -282,4 +282,37 @@ async def test_a_photo_is_saved_in_the_inbox_and_a_rate_limited_reply_waits_as_a
         assert relative.startswith("inbox/") and relative.endswith(".png")
         [bot] = (await client.get("/api/bots")).json()["bots"]
         assert (host.bots.workspace_of(bot["id"]) / relative).read_bytes() == png
+    await host.stop()
+
+
+async def test_tasks_lists_open_work_and_stops_one(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    script: SessionScript,
+) -> None:
+    script.add(
+        "chat",
+        [
+            Reply.tool_calls(
+                [ToolCallSpec("task_start", {"title": TITLE, "brief": "比较三家云的 GPU 价格"})]
+            ),
+            Reply.text("好,后台开始调研。"),
+        ],
+    )
+    script.add(TITLE, [bash("while [ ! -f gate ]; do sleep 0.01; done")])  # busy until stopped
+    host = telegram_host(tmp_path, model_server, home, telegram, MemorySecretStore())
+    async with running_api(host) as client:
+        _bot, shown = await connect(client, host, telegram)
+        await pair(host, telegram, shown["pairingCode"])
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="帮我比较一下 GPU 价格")
+        await sent_with(host, telegram, "后台开始调研")
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="/tasks")
+        listing = await sent_with(host, telegram, "进行中的任务和规则")
+        assert f"1. 任务「{TITLE}」" in listing.text
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="/tasks stop 1")
+        stopped = await sent_with(host, telegram, "已停止")
+        assert stopped.text == f"已停止任务「{TITLE}」。"
+        assert len(script.requests["chat"]) == 2  # the commands never reached the chat agent
     await host.stop()

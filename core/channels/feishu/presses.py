@@ -227,4 +227,4 @@ def _toast(content: str, kind: str = "success") -> dict[str, Any]:
 
 
 def _say(lang: Language, key: str, **fields: str) -> str:
-    return text(lang, f"feishu_press.{key}", **fields)
+    return text(lang, f"channel_press.{key}", **fields)

@@ -54,12 +54,12 @@ class TelegramPresses:
             original = found.text if found is not None else ""
         lang: Language = language_of(original)
         if channel is None or (channel.owner and not channel.admits(str(press.sender))):
-            await self._answer(api, press, text(lang, "feishu_press.not_yours"))
+            await self._answer(api, press, text(lang, "channel_press.not_yours"))
             return
         try:
             said, chosen = await self._act(press.data, lang)
         except (NotFoundError, ConflictError):
-            said, chosen = text(lang, "feishu_press.gone"), ""
+            said, chosen = text(lang, "channel_press.gone"), ""
         except ErrandError as exc:
             said, chosen = str(exc), ""
         await self._answer(api, press, said)
@@ -80,30 +80,30 @@ class TelegramPresses:
             if asked is None or not index.isdigit() or int(index) >= len(asked.options):
                 raise NotFoundError("question", question_id)
             answer = asked.options[int(index)]
-            chosen = text(lang, "feishu_card.chosen_bare", chosen=answer)
+            chosen = text(lang, "telegram_button.chosen", chosen=answer)
             if asked.status == "withdrawn" and asked.task_id:
                 await self._tasks.answer(asked.id, answer)  # a late answer: the task hears it
-                return text(lang, "feishu_press.late", answer=answer), chosen
+                return text(lang, "channel_press.late", answer=answer), chosen
             await self._actions.act(f"question:{asked.id}", "answer", {"answer": answer})
-            return text(lang, "feishu_press.answered", answer=answer), chosen
+            return text(lang, "channel_press.answered", answer=answer), chosen
         if kind in ("y", "n"):
             action = "approve" if kind == "y" else "deny"
             await self._actions.act(f"approval:{rest}", action, {})
-            label = text(lang, f"feishu_card.{action}")
-            return text(lang, "feishu_press.approved" if kind == "y" else "feishu_press.denied"), text(
-                lang, "feishu_card.chosen_bare", chosen=label
+            label = text(lang, f"telegram_button.{action}")
+            return text(lang, "channel_press.approved" if kind == "y" else "channel_press.denied"), text(
+                lang, "telegram_button.chosen", chosen=label
             )
         if kind == "r":
             await self._actions.act(f"task_failed:{rest}", "retry", {})
-            return text(lang, "feishu_press.retrying"), text(
-                lang, "feishu_card.chosen_bare", chosen=text(lang, "feishu_card.retry")
+            return text(lang, "channel_press.retrying"), text(
+                lang, "telegram_button.chosen", chosen=text(lang, "telegram_button.retry")
             )
         if kind == "s":
             await self._tasks.stop_task(rest)
-            return text(lang, "feishu_press.stopped"), text(
-                lang, "feishu_card.chosen_bare", chosen=text(lang, "feishu_card.stop")
+            return text(lang, "channel_press.stopped"), text(
+                lang, "telegram_button.chosen", chosen=text(lang, "telegram_button.stop")
             )
-        return text(lang, "feishu_press.unknown"), ""
+        return text(lang, "channel_press.unknown"), ""
 
     @staticmethod
     async def _answer(api: TelegramApi, press: TelegramPress, words: str) -> None:

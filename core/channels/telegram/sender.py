@@ -48,8 +48,8 @@ def keyboard_of(s: Session, outgoing: Outgoing | None) -> Keyboard | None:
     if outgoing.purpose == "failure" and outgoing.task_id:
         return [
             [
-                {"text": text(lang, "feishu_card.retry"), "callback_data": f"r:{outgoing.task_id}"},
-                {"text": text(lang, "feishu_card.stop"), "callback_data": f"s:{outgoing.task_id}"},
+                {"text": text(lang, "telegram_button.retry"), "callback_data": f"r:{outgoing.task_id}"},
+                {"text": text(lang, "telegram_button.stop"), "callback_data": f"s:{outgoing.task_id}"},
             ]
         ]
     asked = approval_rows.get_approval(s, outgoing.question_id) if outgoing.question_id else None
@@ -63,8 +63,8 @@ def keyboard_of(s: Session, outgoing: Outgoing | None) -> Keyboard | None:
     if outgoing.purpose == "approval":
         return [
             [
-                {"text": text(lang, "feishu_card.approve"), "callback_data": f"y:{asked.id}"},
-                {"text": text(lang, "feishu_card.deny"), "callback_data": f"n:{asked.id}"},
+                {"text": text(lang, "telegram_button.approve"), "callback_data": f"y:{asked.id}"},
+                {"text": text(lang, "telegram_button.deny"), "callback_data": f"n:{asked.id}"},
             ]
         ]
     return None
