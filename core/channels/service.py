@@ -411,12 +411,15 @@ class ChannelService:
 
     async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:
         """A new QR login for a channel (its login expired, or failed): what polled stops, the scan starts.
-        A Feishu channel connects again instead."""
+        A Feishu or Telegram channel connects again instead."""
         channel = await self._channel(bot_id, channel_id)
         await self._disconnect(channel_id)
-        if channel.kind == "feishu":
+        if channel.kind in ("feishu", "telegram"):
             await self._set_status(channel_id, "connecting", "")
-            self._start_feishu(channel_id)
+            if channel.kind == "feishu":
+                self._start_feishu(channel_id)
+            else:
+                self._start_telegram(channel_id)
             return await self.get(bot_id, channel_id)
         await self._set_status(channel_id, "connecting", "")
         await self._start_login(channel_id)

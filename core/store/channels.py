@@ -48,7 +48,7 @@ class ChannelRecord:
         """Whether sends may be tried: logged in, and connected, or reconnecting after a start (its first
         long poll may not return for half a minute; a send must not wait for that). A Feishu app sends
         through its REST calls: a send goes, or says itself why not."""
-        if self.kind == "feishu":  # sent over REST, whatever the long connection is doing
+        if self.kind in ("feishu", "telegram"):  # sent over HTTP calls of their own, whatever receiving does
             return bool(self.account)
         return bool(self.account) and self.status in ("connected", "connecting")
 

@@ -316,3 +316,27 @@ async def test_tasks_lists_open_work_and_stops_one(
         assert stopped.text == f"已停止任务「{TITLE}」。"
         assert len(script.requests["chat"]) == 2  # the commands never reached the chat agent
     await host.stop()
+
+
+async def test_connecting_again_restarts_the_poll_and_removing_forgets_the_token(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    telegram: FakeTelegram,
+    script: SessionScript,
+) -> None:
+    script.fallback = Reply.text("在。")
+    secrets = MemorySecretStore()
+    host = telegram_host(tmp_path, model_server, home, telegram, secrets)
+    async with running_api(host) as client:
+        bot, shown = await connect(client, host, telegram)
+        await pair(host, telegram, shown["pairingCode"])
+        r = await client.post(f"/api/bots/{bot}/channels/{shown['id']}/login")
+        assert r.status_code == 200, r.text
+        assert r.json()["login"] is None  # no QR code: a Telegram bot has no login to scan
+        telegram.user_says(chat_id=OWNER, user_id=OWNER, text="还在吗")
+        await sent_with(host, telegram, "在。")
+        r = await client.delete(f"/api/bots/{bot}/channels/{shown['id']}")
+        assert r.status_code in (200, 204)
+        assert not [name for name in secrets.values if shown["id"] in name]
+    await host.stop()
