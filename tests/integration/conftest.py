@@ -16,6 +16,7 @@ from core.clock import FakeClock, SystemClock
 from core.host import Host
 from tests.fakes.fake_feishu import FakeFeishu
 from tests.fakes.fake_ilink import FakeILink
+from tests.fakes.fake_telegram import FakeTelegram
 from tests.fakes.model_server import ScriptedModelServer
 from tests.integration.host_fixtures import make_host, running_api
 from tests.integration.rule_api import NOW
@@ -36,6 +37,13 @@ async def ilink() -> AsyncIterator[FakeILink]:
 async def feishu() -> AsyncIterator[FakeFeishu]:
     """A fake Feishu open platform: one app, its bot, the long connection and the message routes."""
     async with FakeFeishu(card_checker=check_card) as server:
+        yield server
+
+
+@pytest.fixture
+async def telegram() -> AsyncIterator[FakeTelegram]:
+    """A fake Telegram Bot API: one bot, getUpdates long polling and the send routes."""
+    async with FakeTelegram() as server:
         yield server
 
 
