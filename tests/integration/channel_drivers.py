@@ -1,0 +1,162 @@
+"""One way to drive each chat channel's fake, so the same contract runs against every channel
+(`test_channel_contract.py`): connect the channel (and become its owner), have the owner write one-to-one,
+have the platform deliver the last message again, make the next send fail, and read what reached the
+person. A new channel is an adapter, a fake and a driver here."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from core.channels.feishu.cards import check_card
+from core.host import Host
+from tests.fakes.fake_feishu import FakeFeishu
+from tests.fakes.fake_ilink import FakeILink
+from tests.fakes.fake_telegram import FakeTelegram
+from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.secrets import MemorySecretStore
+from tests.integration import feishu_fixtures as feishu_kit
+from tests.integration import telegram_fixtures as telegram_kit
+from tests.integration.wechat_fixtures import connect_wechat, wechat_host
+
+
+class Driver(Protocol):
+    name: str
+
+    def host(self, tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host: ...
+
+    async def connect(self, client: httpx.AsyncClient, host: Host) -> None:
+        """Connect the channel and make the test's person its owner, quiet hours off."""
+        ...
+
+    async def owner_says(self, text: str) -> None: ...
+
+    async def deliver_again(self) -> None:
+        """The platform delivers the owner's last message once more (at-least-once delivery)."""
+        ...
+
+    def fail_next_send(self) -> None:
+        """The next send is refused by the platform with a server error (it did not take it)."""
+        ...
+
+    def delivered(self) -> list[str]:
+        """The words of everything that reached the person, in order."""
+        ...
+
+
+async def _no_quiet_hours(client: httpx.AsyncClient) -> None:
+    bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+    r = await client.put(f"/api/bots/{bot}", json={"quietHours": {"start": "00:00", "end": "00:00"}})
+    assert r.status_code == 200, r.text
+
+
+class WeChatDriver:
+    name = "wechat"
+
+    def __init__(self, fake: FakeILink) -> None:
+        self.fake = fake
+        self._secrets = MemorySecretStore()
+        self._last = ""
+
+    def host(self, tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
+        return wechat_host(tmp_path, model_server, home, self.fake, self._secrets)
+
+    async def connect(self, client: httpx.AsyncClient, host: Host) -> None:
+        await connect_wechat(client, host)
+        await _no_quiet_hours(client)
+
+    async def owner_says(self, text: str) -> None:
+        self._last = str(self.fake.user_says(text)["message_id"])
+
+    async def deliver_again(self) -> None:
+        self.fake.redeliver(self._last)
+
+    def fail_next_send(self) -> None:
+        self.fake.fail_next.setdefault("sendmessage", []).append("ret")
+
+    def delivered(self) -> list[str]:
+        return [s.message.text for s in self.fake.sent]
+
+
+class FeishuDriver:
+    name = "feishu"
+
+    def __init__(self, fake: FakeFeishu) -> None:
+        self.fake = fake
+        self._secrets = MemorySecretStore()
+        self._last: dict[str, Any] = {}
+
+    def host(self, tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
+        return feishu_kit.feishu_host(tmp_path, model_server, home, self.fake, self._secrets)
+
+    async def connect(self, client: httpx.AsyncClient, host: Host) -> None:
+        await feishu_kit.connect_feishu(client, host, self.fake)
+
+    async def owner_says(self, text: str) -> None:
+        self._last = self.fake.message_event(chat_id=feishu_kit.P2P, sender=feishu_kit.OWNER, text=text)
+        await self.fake.push(self._last)
+
+    async def deliver_again(self) -> None:
+        await self.fake.push(self._last)  # the same event, re-pushed
+
+    def fail_next_send(self) -> None:
+        self.fake.fail_sends(1, status=500)
+
+    def delivered(self) -> list[str]:
+        return [feishu_kit.words_of(s) for s in self.fake.sent]
+
+
+class TelegramDriver:
+    name = "telegram"
+
+    def __init__(self, fake: FakeTelegram) -> None:
+        self.fake = fake
+        self._secrets = MemorySecretStore()
+        self._last: dict[str, Any] = {}
+        self._host: Host | None = None
+
+    def host(self, tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
+        self._host = telegram_kit.telegram_host(tmp_path, model_server, home, self.fake, self._secrets)
+        return self._host
+
+    async def connect(self, client: httpx.AsyncClient, host: Host) -> None:
+        _bot, shown = await telegram_kit.connect(client, host, self.fake)
+        await telegram_kit.pair(host, self.fake, shown["pairingCode"])
+
+    async def owner_says(self, text: str) -> None:
+        owner = telegram_kit.OWNER
+        self._last = self.fake.user_says(chat_id=owner, user_id=owner, text=text)
+
+    async def deliver_again(self) -> None:
+        self.fake.queue_raw({"message": self._last})  # the same message in a new update
+
+    def fail_next_send(self) -> None:
+        self.fake.fail_sends(1, status=500)
+
+    def delivered(self) -> list[str]:
+        pairing = ("配对好了", "还没配对")
+        return [s.text for s in self.fake.sent if not s.text.startswith(pairing)]
+
+
+@asynccontextmanager
+async def driver_for(name: str) -> AsyncIterator[Driver]:
+    """The channel's fake, running, and its driver."""
+    if name == "wechat":
+        async with FakeILink(hold_s=0.2) as ilink:
+            ilink.qr_script = ["scaned", "confirmed"]
+            yield WeChatDriver(ilink)
+    elif name == "feishu":
+        async with FakeFeishu(card_checker=check_card) as feishu:
+            yield FeishuDriver(feishu)
+    elif name == "telegram":
+        async with FakeTelegram() as telegram:
+            yield TelegramDriver(telegram)
+    else:
+        raise ValueError(f"no driver for {name!r}")
+
+
+CHANNELS = ("wechat", "feishu", "telegram")

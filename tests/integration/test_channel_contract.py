@@ -1,0 +1,70 @@
+"""What every chat channel does, through the real host, the channel's real SDK or client and its fake
+(docs/channels.md): a message is answered in the same conversation; the platform delivering it again
+changes nothing; a send the platform refused is retried and reaches the person once. Each channel is
+driven by its driver in `channel_drivers.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.host import Host
+from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.integration.channel_drivers import CHANNELS, Driver, driver_for
+from tests.integration.host_fixtures import running_api
+from tests.integration.task_script import SessionScript
+from tests.waiting import wait_until
+
+
+async def _reached(host: Host, driver: Driver, words: str, *, timeout: float = 20) -> None:
+    async def arrived() -> bool:
+        return any(words in said for said in driver.delivered())
+
+    await wait_until(host.bus, arrived, timeout=timeout, what=f"{words!r} on {driver.name}")
+
+
+def _count(driver: Driver, words: str) -> int:
+    return sum(words in said for said in driver.delivered())
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_a_message_is_answered_in_its_own_conversation_and_a_second_delivery_changes_nothing(
+    channel: str, tmp_path: Path, model_server: ScriptedModelServer, home: Path, script: SessionScript
+) -> None:
+    script.add("chat", [Reply.text("第一条回复。"), Reply.text("第二条回复。")])
+    async with driver_for(channel) as driver:
+        host = driver.host(tmp_path, model_server, home)
+        async with running_api(host) as client:
+            await driver.connect(client, host)
+            await driver.owner_says("你好")
+            await _reached(host, driver, "第一条回复。")
+            conversations = (await client.get("/api/conversations")).json()["conversations"]
+            assert [c["channel"] for c in conversations] == [channel]  # one conversation, on the channel
+
+            await driver.deliver_again()
+            await driver.owner_says("第二条")
+            await _reached(host, driver, "第二条回复。")
+            assert len(script.requests["chat"]) == 2  # the repeat started no turn
+            assert _count(driver, "第一条回复。") == 1
+            messages = (await client.get(f"/api/conversations/{conversations[0]['id']}/messages")).json()
+            said = [m["text"] for m in messages["messages"] if m["role"] == "user"]
+            assert said == ["你好", "第二条"]
+        await host.stop()
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_a_send_the_platform_refused_is_retried_and_reaches_the_person_once(
+    channel: str, tmp_path: Path, model_server: ScriptedModelServer, home: Path, script: SessionScript
+) -> None:
+    script.add("chat", [Reply.text("重试后的回复。")])
+    async with driver_for(channel) as driver:
+        host = driver.host(tmp_path, model_server, home)
+        async with running_api(host) as client:
+            await driver.connect(client, host)
+            driver.fail_next_send()
+            await driver.owner_says("你好")
+            await _reached(host, driver, "重试后的回复。", timeout=30)  # the outbox tries again after 5 s
+            assert _count(driver, "重试后的回复。") == 1
+            assert (await client.get("/api/attention")).json()["items"] == []
+        await host.stop()
