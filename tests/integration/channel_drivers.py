@@ -22,6 +22,7 @@ from tests.fakes.secrets import MemorySecretStore
 from tests.integration import feishu_fixtures as feishu_kit
 from tests.integration import telegram_fixtures as telegram_kit
 from tests.integration.wechat_fixtures import connect_wechat, wechat_host
+from tests.waiting import wait_until
 
 
 class Driver(Protocol):
@@ -45,6 +46,15 @@ class Driver(Protocol):
 
     def delivered(self) -> list[str]:
         """The words of everything that reached the person, in order."""
+        ...
+
+    async def connect_refused(self, client: httpx.AsyncClient, host: Host) -> str:
+        """Try to connect with credentials the platform refuses; what the person is told (an API error's
+        message, or the channel's reason in settings)."""
+        ...
+
+    def secrets(self) -> dict[str, str]:
+        """What the channel put in the keyring."""
         ...
 
 
@@ -81,6 +91,23 @@ class WeChatDriver:
     def delivered(self) -> list[str]:
         return [s.message.text for s in self.fake.sent]
 
+    async def connect_refused(self, client: httpx.AsyncClient, host: Host) -> str:
+        self.fake.qr_script = ["wait", "expired", "expired", "expired"]  # WeChat's refusal: no scan
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        r = await client.post(f"/api/bots/{bot}/channels", json={"kind": "wechat"})
+        assert r.status_code == 201, r.text
+        channel = r.json()["id"]
+
+        async def failed() -> bool:
+            shown = (await client.get(f"/api/bots/{bot}/channels/{channel}")).json()
+            return bool(shown["status"] == "error")
+
+        await wait_until(host.bus, failed, timeout=20, what="the WeChat login failed")
+        return str((await client.get(f"/api/bots/{bot}/channels/{channel}")).json()["reason"])
+
+    def secrets(self) -> dict[str, str]:
+        return dict(self._secrets.values)
+
 
 class FeishuDriver:
     name = "feishu"
@@ -108,6 +135,16 @@ class FeishuDriver:
 
     def delivered(self) -> list[str]:
         return [feishu_kit.words_of(s) for s in self.fake.sent]
+
+    async def connect_refused(self, client: httpx.AsyncClient, host: Host) -> str:
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        body = feishu_kit.app_of(self.fake, appSecret="not-the-secret")
+        r = await client.post(f"/api/bots/{bot}/channels", json=body)
+        assert r.status_code == 400, r.text
+        return str(r.json()["error"]["message"])
+
+    def secrets(self) -> dict[str, str]:
+        return dict(self._secrets.values)
 
 
 class TelegramDriver:
@@ -140,6 +177,16 @@ class TelegramDriver:
     def delivered(self) -> list[str]:
         pairing = ("配对好了", "还没配对")
         return [s.text for s in self.fake.sent if not s.text.startswith(pairing)]
+
+    async def connect_refused(self, client: httpx.AsyncClient, host: Host) -> str:
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        wrong = "987654321:AAH-not-the-token-000000000000000000"
+        r = await client.post(f"/api/bots/{bot}/channels", json={"kind": "telegram", "token": wrong})
+        assert r.status_code == 400, r.text
+        return str(r.json()["error"]["message"])
+
+    def secrets(self) -> dict[str, str]:
+        return dict(self._secrets.values)
 
 
 @asynccontextmanager

@@ -1,6 +1,7 @@
 """What every chat channel does, through the real host, the channel's real SDK or client and its fake
 (docs/channels.md): a message is answered in the same conversation; the platform delivering it again
-changes nothing; a send the platform refused is retried and reaches the person once. Each channel is
+changes nothing; a send the platform refused is retried and reaches the person once; credentials the
+platform refuses are said to be refused and nothing is kept. Each channel is
 driven by its driver in `channel_drivers.py`."""
 
 from __future__ import annotations
@@ -67,4 +68,19 @@ async def test_a_send_the_platform_refused_is_retried_and_reaches_the_person_onc
             await _reached(host, driver, "重试后的回复。", timeout=30)  # the outbox tries again after 5 s
             assert _count(driver, "重试后的回复。") == 1
             assert (await client.get("/api/attention")).json()["items"] == []
+        await host.stop()
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_credentials_the_platform_refuses_say_why_and_keep_nothing(
+    channel: str, tmp_path: Path, model_server: ScriptedModelServer, home: Path
+) -> None:
+    async with driver_for(channel) as driver:
+        host = driver.host(tmp_path, model_server, home)
+        async with running_api(host) as client:
+            reason = await driver.connect_refused(client, host)
+            assert reason.strip()  # said, not a bare failure
+            assert driver.secrets() == {}  # no token, secret or pairing code kept
+            chats = (await client.get("/api/conversations")).json()["conversations"]
+            assert chats == []
         await host.stop()
