@@ -14,8 +14,8 @@ from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.media import FeishuMedia
 from core.channels.telegram.config import base_urls, token_secret_name
 from core.channels.telegram.fault import TelegramFault
-from core.channels.wechat.frames import MediaRef
-from core.channels.wechat.media import MAX_MEDIA_BYTES, MediaError, file_name_for, place
+from core.channels.telegram.loader import open_api
+from core.channels.wechat.media import MAX_MEDIA_BYTES, MediaError, save
 from core.store.database import Database
 
 
@@ -38,10 +38,7 @@ class PlatformMedia:
         token = await self._secrets.get(token_secret_name(channel_id))
         if not token:
             raise MediaError("the bot's token is no longer in the keyring")
-        from core.channels.telegram.api import TelegramApi  # with the first Telegram channel only
-
-        base, files = base_urls(self._environ)
-        api = TelegramApi(token, base_url=base, base_file_url=files)
+        api = await open_api(token, base_urls(self._environ))
         try:
             data = await api.file(str(media["telegram_file"]), limit=MAX_MEDIA_BYTES)
         except TelegramFault as exc:
@@ -49,10 +46,5 @@ class PlatformMedia:
         finally:
             await api.close()
         kind = "image" if media.get("type") == "image" else "file"
-        ref = MediaRef(
-            encrypted_query_param="", aes_key="", full_url="", file_name=str(media.get("file_name") or "")
-        )
-        try:
-            return await asyncio.to_thread(place, data, dest_dir, file_name_for(ref, kind, stem, data[:16]))
-        except OSError as exc:
-            raise MediaError(f"it could not be saved in {dest_dir}: {exc.strerror or exc}") from exc
+        name = str(media.get("file_name") or "")
+        return await asyncio.to_thread(save, data, dest_dir, kind=kind, stem=stem, file_name=name)

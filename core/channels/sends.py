@@ -26,6 +26,7 @@ from core.channels.feishu.sender import FeishuSender
 from core.channels.telegram.config import base_urls as telegram_urls
 from core.channels.telegram.config import token_secret_name as telegram_token_name
 from core.channels.telegram.fault import TelegramFault
+from core.channels.telegram.loader import open_api
 from core.channels.telegram.sender import TelegramSender
 from core.channels.wechat.ilink import ILinkClient, ILinkError, SessionExpired, configured_urls
 from core.channels.wechat.login import token_secret_name
@@ -170,10 +171,7 @@ class ChannelSends:
             return held[1]
         if held is not None:
             await held[1].close()
-        base, files = telegram_urls(self._environ)
-        from core.channels.telegram.api import TelegramApi  # with its first channel: it costs 0.2 s
-
-        api = TelegramApi(token, base_url=base, base_file_url=files)
+        api = await open_api(token, telegram_urls(self._environ))
         self._telegram_apis[channel.id] = (token, api)
         return api
 

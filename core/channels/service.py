@@ -30,10 +30,12 @@ from core.channels.feishu.config import secret_name as feishu_secret_name
 from core.channels.feishu.receiver import FeishuReceiver, PressHandler
 from core.channels.feishu.rest import CredentialsRefused, FeishuError, FeishuRest
 from core.channels.inbox import ChannelInbox
+from core.channels.status import set_status
 from core.channels.telegram.config import base_urls as telegram_urls
 from core.channels.telegram.config import checked_token, new_pairing_code, pairing_secret_name
 from core.channels.telegram.config import token_secret_name as telegram_token_name
 from core.channels.telegram.fault import TelegramFault
+from core.channels.telegram.loader import open_api
 from core.channels.telegram.receiver import PressHandler as TelegramPressHandler
 from core.channels.telegram.receiver import TelegramReceiver
 from core.channels.wechat.ilink import ILinkClient, configured_urls
@@ -338,9 +340,7 @@ class ChannelService:
         """A Telegram bot by its token, checked with getMe first (nothing is stored when Telegram refuses
         it); the answer carries the one-time pairing code."""
         token = checked_token(config)
-        from core.channels.telegram.api import TelegramApi
-
-        api = TelegramApi(token, base_url=self._telegram_urls[0], base_file_url=self._telegram_urls[1])
+        api = await open_api(token, self._telegram_urls)
         try:
             me = await api.me()
         except TelegramFault as fault:
@@ -384,10 +384,7 @@ class ChannelService:
             reason = "the bot's token is no longer in the keyring: connect it again"
             await self._set_status(channel_id, "error", reason)
             return
-        base, files = self._telegram_urls
-        from core.channels.telegram.api import TelegramApi
-
-        connection.telegram = TelegramApi(token, base_url=base, base_file_url=files)
+        connection.telegram = await open_api(token, self._telegram_urls)
         receiver = TelegramReceiver(
             self._db,
             self._bus,
@@ -530,14 +527,7 @@ class ChannelService:
             await connection.telegram.close()
 
     async def _set_status(self, channel_id: str, status: str, reason: str) -> None:
-        now = self._clock.time()
-
-        def write(s: Session) -> None:
-            if channel_rows.get_channel(s, channel_id) is not None:
-                channel_rows.set_status(s, channel_id, status, reason=reason, now=now)
-
-        await self._db.write(write)
-        self._bus.publish(ChannelChanged(channel_id))
+        await set_status(self._db, self._bus, self._clock, channel_id, status, reason)
 
     # ---- helpers ------------------------------------------------------------------------------------
 

@@ -10,8 +10,7 @@ from typing import Any
 
 from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.rest import FeishuError
-from core.channels.wechat.frames import MediaRef
-from core.channels.wechat.media import MediaError, file_name_for, place
+from core.channels.wechat.media import MediaError, save
 from core.store import channels as channel_rows
 from core.store.database import Database
 
@@ -35,11 +34,5 @@ class FeishuMedia:
             data = await (await self._apps.rest(channel)).resource(message_id, key, kind)
         except FeishuError as exc:
             raise MediaError(str(exc)) from exc
-        ref = MediaRef(
-            encrypted_query_param="", aes_key="", full_url="", file_name=str(media.get("file_name") or "")
-        )
-        name = file_name_for(ref, kind, stem, data[:16])
-        try:
-            return await asyncio.to_thread(place, data, dest_dir, name)
-        except OSError as exc:
-            raise MediaError(f"it could not be saved in {dest_dir}: {exc.strerror or exc}") from exc
+        name = str(media.get("file_name") or "")
+        return await asyncio.to_thread(save, data, dest_dir, kind=kind, stem=stem, file_name=name)

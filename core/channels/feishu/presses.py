@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from core.channels.button_actions import PressActions, PressTasks
+from core.channels.button_actions import press as press_button
 from core.channels.feishu import cards
 from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.events import CardPress
@@ -30,18 +32,6 @@ from core.translations import Language, text
 log = logging.getLogger(__name__)
 
 PRESS_WAIT_S = 2.0  # of Feishu's 3 s: the rest is the way back
-
-
-class PressActions(Protocol):
-    """AttentionService, as a press uses it."""
-
-    async def act(self, item_id: str, action: str, body: dict[str, Any]) -> dict[str, Any]: ...
-
-
-class PressTasks(Protocol):
-    async def answer(self, question_id: str, answer: str) -> str: ...
-
-    async def stop_task(self, task_id: str) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,24 +102,18 @@ class CardPresses:
         self, channel_id: str, press: CardPress, action: cards.CardAction, lang: Language
     ) -> _Outcome:
         kind = action.action
-        if kind == "answer":
-            _, _, question_id = action.item_id.partition(":")
-            asked = await self._db.read(lambda s: approval_rows.get_approval(s, question_id))
-            if asked is not None and asked.status == "withdrawn" and asked.task_id:
-                await self._tasks.answer(asked.id, action.answer)  # a late answer: the task hears it
-                return _Outcome(_say(lang, "late", answer=action.answer), chosen=action.answer)
-            await self._actions.act(action.item_id, "answer", {"answer": action.answer})
-            return _Outcome(_say(lang, "answered", answer=action.answer), chosen=action.answer)
-        if kind in ("approve", "deny"):
-            await self._actions.act(action.item_id, kind, {})
-            label = text(lang, f"feishu_card.{kind}")
-            return _Outcome(_say(lang, "approved" if kind == "approve" else "denied"), chosen=label)
-        if kind == "retry":
-            await self._actions.act(action.item_id, "retry", {})
-            return _Outcome(_say(lang, "retrying"), chosen=text(lang, "feishu_card.retry"))
-        if kind == "stop":
-            await self._tasks.stop_task(action.task_id)
-            return _Outcome(_say(lang, "stopped"), chosen=text(lang, "feishu_card.stop"))
+        if kind in ("answer", "approve", "deny", "retry", "stop"):
+            done = await press_button(
+                self._db,
+                self._actions,
+                self._tasks,
+                kind,
+                item_id=action.item_id,
+                task_id=action.task_id,
+                answer=action.answer,
+            )
+            chosen = action.answer if kind == "answer" else text(lang, f"feishu_card.{kind}")
+            return _Outcome(_say(lang, done, answer=action.answer), chosen=chosen)
         if kind == "detail":
             await self._send_detail(channel_id, press, action.task_id, lang)
             return _Outcome(_say(lang, "detail_below"), "info")

@@ -21,7 +21,6 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
-from core.changes import ChannelChanged
 from core.channels.feishu.catch_up import CatchUpResult, catch_up
 from core.channels.feishu.config import FeishuApp
 from core.channels.feishu.connection import LongConnection
@@ -39,6 +38,7 @@ from core.channels.feishu.events import (
 from core.channels.feishu.rest import FeishuRest
 from core.channels.feishu.sdk import Sdk
 from core.channels.hand_on import HandOn, InboundSink
+from core.channels.status import set_status
 from core.clock import Clock
 from core.store import channels as channel_rows
 from core.store.channels import Arrival, InboundRecord
@@ -275,11 +275,4 @@ class FeishuReceiver:
     async def _status(self, status: str, reason: str) -> None:
         if status in ("connected", "reconnecting") and self._unhealthy:  # not yet shown to deliver again
             status, reason = "unhealthy", self._unhealthy
-        now = self._clock.time()
-
-        def write(s: Session) -> None:
-            if channel_rows.get_channel(s, self._channel_id) is not None:
-                channel_rows.set_status(s, self._channel_id, status, reason=reason, now=now)
-
-        await self._db.write(write)
-        self._bus.publish(ChannelChanged(self._channel_id))
+        await set_status(self._db, self._bus, self._clock, self._channel_id, status, reason)

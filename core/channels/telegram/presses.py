@@ -6,8 +6,9 @@ a press on something over says so."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
+from core.channels.button_actions import ButtonAction, PressActions, PressTasks, press
 from core.channels.telegram.fault import TelegramFault
 from core.channels.telegram.updates import TelegramPress
 from core.errors import ConflictError, ErrandError, NotFoundError
@@ -22,16 +23,6 @@ if TYPE_CHECKING:
     from core.channels.telegram.api import TelegramApi
 
 log = logging.getLogger(__name__)
-
-
-class PressActions(Protocol):
-    async def act(self, item_id: str, action: str, body: dict[str, Any]) -> dict[str, Any]: ...
-
-
-class PressTasks(Protocol):
-    async def answer(self, question_id: str, answer: str) -> str: ...
-
-    async def stop_task(self, task_id: str) -> object: ...
 
 
 class TelegramPresses:
@@ -80,30 +71,24 @@ class TelegramPresses:
             if asked is None or not index.isdigit() or int(index) >= len(asked.options):
                 raise NotFoundError("question", question_id)
             answer = asked.options[int(index)]
-            chosen = text(lang, "telegram_button.chosen", chosen=answer)
-            if asked.status == "withdrawn" and asked.task_id:
-                await self._tasks.answer(asked.id, answer)  # a late answer: the task hears it
-                return text(lang, "channel_press.late", answer=answer), chosen
-            await self._actions.act(f"question:{asked.id}", "answer", {"answer": answer})
-            return text(lang, "channel_press.answered", answer=answer), chosen
-        if kind in ("y", "n"):
-            action = "approve" if kind == "y" else "deny"
-            await self._actions.act(f"approval:{rest}", action, {})
-            label = text(lang, f"telegram_button.{action}")
-            return text(lang, "channel_press.approved" if kind == "y" else "channel_press.denied"), text(
-                lang, "telegram_button.chosen", chosen=label
+            done = await press(
+                self._db, self._actions, self._tasks, "answer", item_id=f"question:{asked.id}", answer=answer
             )
-        if kind == "r":
-            await self._actions.act(f"task_failed:{rest}", "retry", {})
-            return text(lang, "channel_press.retrying"), text(
-                lang, "telegram_button.chosen", chosen=text(lang, "telegram_button.retry")
+            return text(lang, f"channel_press.{done}", answer=answer), text(
+                lang, "telegram_button.chosen", chosen=answer
             )
-        if kind == "s":
-            await self._tasks.stop_task(rest)
-            return text(lang, "channel_press.stopped"), text(
-                lang, "telegram_button.chosen", chosen=text(lang, "telegram_button.stop")
-            )
-        return text(lang, "channel_press.unknown"), ""
+        buttons: dict[str, tuple[ButtonAction, str]] = {
+            "y": ("approve", f"approval:{rest}"),
+            "n": ("deny", f"approval:{rest}"),
+            "r": ("retry", f"task_failed:{rest}"),
+            "s": ("stop", ""),
+        }
+        if kind not in buttons:
+            return text(lang, "channel_press.unknown"), ""
+        action, item_id = buttons[kind]
+        done = await press(self._db, self._actions, self._tasks, action, item_id=item_id, task_id=rest)
+        label = text(lang, f"telegram_button.{action}")
+        return text(lang, f"channel_press.{done}"), text(lang, "telegram_button.chosen", chosen=label)
 
     @staticmethod
     async def _answer(api: TelegramApi, press: TelegramPress, words: str) -> None:

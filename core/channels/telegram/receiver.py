@@ -22,6 +22,7 @@ from core.bots.secret_store import SecretStore
 from core.bus import EventBus
 from core.changes import ChannelChanged
 from core.channels.hand_on import HandOn, InboundSink
+from core.channels.status import set_status
 from core.channels.telegram.config import pairing_secret_name
 from core.channels.telegram.fault import TelegramFault
 from core.channels.telegram.updates import (
@@ -146,11 +147,14 @@ class TelegramReceiver:
         """Whether the message goes on to chat: the bot has an owner (who it serves is the inbox's to say).
         Before that, `/start <code>` pairs its sender; anything else is answered with how to pair."""
         channel = await self._db.read(lambda s: channel_rows.get_channel(s, self._channel_id))
-        if channel is None or channel.owner:
-            return True
-        code = await self._secrets.get(pairing_secret_name(self._channel_id))
         words = message.text.split()
-        if code and len(words) == 2 and words[0].split("@")[0] == "/start" and words[1] == code:
+        start = bool(words) and words[0].split("@")[0] == "/start"
+        if channel is None or channel.owner:
+            # The owner's own `/start` (their pairing message again after a crash before its offset was
+            # stored, or the one Telegram sends when they open the bot) is no words for chat.
+            return channel is None or not (start and str(message.sender) == channel.owner)
+        code = await self._secrets.get(pairing_secret_name(self._channel_id))
+        if code and start and len(words) == 2 and words[1] == code:
             now = self._clock.time()
             await self._db.write(
                 lambda s: channel_rows.set_owner(s, self._channel_id, str(message.sender), now=now)
@@ -170,14 +174,7 @@ class TelegramReceiver:
 
     async def _status(self, status: str, reason: str) -> None:
         self._shown = status
-        now = self._clock.time()
-
-        def write(s: Session) -> None:
-            if channel_rows.get_channel(s, self._channel_id) is not None:
-                channel_rows.set_status(s, self._channel_id, status, reason=reason, now=now)
-
-        await self._db.write(write)
-        self._bus.publish(ChannelChanged(self._channel_id))
+        await set_status(self._db, self._bus, self._clock, self._channel_id, status, reason)
 
 
 def _both(key: str) -> str:

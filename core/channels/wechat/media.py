@@ -211,6 +211,14 @@ def _decrypt_and_place(
     ciphertext: bytes, key: bytes | None, ref: MediaRef, kind: str, dest_dir: Path, stem: str
 ) -> Path:
     data = ciphertext if key is None else decrypt(ciphertext, key)
+    return save(data, dest_dir, kind=kind, stem=stem, file_name=ref.file_name)
+
+
+def save(data: bytes, dest_dir: Path, *, kind: str, stem: str, file_name: str = "") -> Path:
+    """An attachment's bytes in `dest_dir` under its safe, stable name (the sender's, else `<stem>.<ext>`);
+    for every platform that downloads attachments (Feishu's and Telegram's too). Blocking: call it in a
+    worker thread."""
+    ref = MediaRef(encrypted_query_param="", aes_key="", full_url="", file_name=file_name)
     try:
         return place(data, dest_dir, file_name_for(ref, kind, stem, data[:16]))
     except OSError as exc:

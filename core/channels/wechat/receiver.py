@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
-from core.changes import ChannelChanged
 from core.channels.hand_on import HandOn, InboundSink
+from core.channels.status import set_status
 from core.channels.wechat.frames import InboundMessage, dedupe_key
 from core.channels.wechat.ilink import ILinkClient, ILinkError, SessionExpired
 from core.clock import Clock
@@ -152,8 +152,4 @@ class WeChatReceiver:
 
     async def _status(self, status: str, reason: str) -> None:
         self._shown = status
-        now = self._clock.time()
-        await self._db.write(
-            lambda s: channel_rows.set_status(s, self._channel_id, status, reason=reason, now=now)
-        )
-        self._bus.publish(ChannelChanged(self._channel_id))
+        await set_status(self._db, self._bus, self._clock, self._channel_id, status, reason)
