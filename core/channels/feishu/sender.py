@@ -9,7 +9,6 @@ one card with a line per item. Every send carries a uuid made from the deliverie
 from __future__ import annotations
 
 import hashlib
-import logging
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -22,10 +21,7 @@ from core.store import approvals as approval_rows
 from core.store import tasks as task_rows
 from core.store.database import Database
 
-log = logging.getLogger(__name__)
-
 CARD_PURPOSES = frozenset({"result", "question", "approval", "failure", "digest"})
-MAX_UUID = 50
 
 
 def send_uuid(key: str) -> str:

@@ -4,7 +4,8 @@ loop, each batch stored with the offset after it in one transaction, then handed
 The offset is Telegram's cursor: asking from it confirms everything before it, which never comes back. So a
 batch's messages and the offset after them are stored together before the next poll asks from there; a
 crash before that asks from the old offset again and the dedupe keys drop what was stored. A button press
-is answered (Telegram shows a spinner until it is) before its batch's offset is stored.
+is taken once its batch's offset is stored: at most once, since a second late answer would resume a task
+twice.
 
 Pairing: until the bot has an owner, the first person to send `/start <code>` with the one-time code shown
 in settings becomes it; anyone else is told how to pair, and their words never reach chat.
@@ -128,12 +129,6 @@ class TelegramReceiver:
                 if not await self._paired(read):
                     continue
                 arrivals.append(_arrival(read))
-        for press in presses:
-            if self._presses is not None:
-                try:
-                    await self._presses(self._channel_id, self._api, press)
-                except Exception:
-                    log.exception("telegram channel %s: a button press failed", self._channel_id)
         if after != offset or arrivals:
             now = self._clock.time()
 
@@ -141,6 +136,15 @@ class TelegramReceiver:
                 channel_rows.store_batch(s, self._channel_id, arrivals, cursor=str(after), now=now)
 
             await self._db.write(store)
+        # Presses after the offset moved past them: a crash between the two loses a press (its spinner
+        # stops, and the person presses again) rather than taking it twice (a late answer would resume
+        # the task twice).
+        for press in presses:
+            if self._presses is not None:
+                try:
+                    await self._presses(self._channel_id, self._api, press)
+                except Exception:
+                    log.exception("telegram channel %s: a button press failed", self._channel_id)
         return after
 
     async def _paired(self, message: TelegramMessage) -> bool:
