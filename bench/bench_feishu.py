@@ -46,13 +46,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import psutil
 from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bench.bench_wechat import _desktop_reply
-from bench.common import line, percentile
+from bench.common import figure_table, idle_reading, idle_text, line, median_p95_ms
 from core.channels.feishu.catch_up import PER_CHAT
 from core.host import Host
 from core.store.models import InboundRow
@@ -121,11 +120,6 @@ def _host(data: Path, model: ScriptedModelServer, feishu: FakeFeishu, secrets: M
     )
 
 
-def _ms(values: Sequence[float]) -> str:
-    ms = [v * 1000 for v in values]
-    return f"median {statistics.median(ms):7.1f} ms   p95 {percentile(ms, 95):7.1f} ms   (n={len(ms)})"
-
-
 def _s(value: float) -> str:
     return f"{value:6.2f} s"
 
@@ -169,8 +163,8 @@ async def reply_latency(model: ScriptedModelServer, tmp: Path, messages: int, la
         f"{latency_s * 1000:.0f} ms per reply   (held at the server: median "
         f"{statistics.median(held) * 1000:.1f} ms; {len(served)} requests for {2 * (messages + 1)} turns)",
     )
-    line("desktop: say -> reply stored, minus L (baseline)", _ms(desktop))
-    line("feishu: event pushed -> reply at the fake, minus L", _ms(feishu_s))
+    line("desktop: say -> reply stored, minus L (baseline)", median_p95_ms(desktop))
+    line("feishu: event pushed -> reply at the fake, minus L", median_p95_ms(feishu_s))
     line(
         "  warm-up (first of each, not counted), minus L",
         f"desktop {warm[0] * 1000:7.1f} ms   feishu {warm[1] * 1000:7.1f} ms",
@@ -179,7 +173,11 @@ async def reply_latency(model: ScriptedModelServer, tmp: Path, messages: int, la
     ratio = (statistics.median(feishu_s) + latency_s) / (statistics.median(desktop) + latency_s)
     line("  feishu - desktop (median); ratio with L included", f"{gap * 1000:+7.1f} ms   {ratio:.2f}x")
     return [
-        ("inbound -> reply, minus L (desktop: say -> stored)", _ms(feishu_s), _ms(desktop)),
+        (
+            "inbound -> reply, minus L (desktop: say -> stored)",
+            median_p95_ms(feishu_s),
+            median_p95_ms(desktop),
+        ),
         ("  first message (warm-up), minus L", f"{warm[1] * 1000:7.1f} ms", f"{warm[0] * 1000:7.1f} ms"),
     ]
 
@@ -342,43 +340,27 @@ async def catch_up(model: ScriptedModelServer, tmp: Path, chats: int, per_chat: 
 # ---- an idle connected channel ----------------------------------------------------------------------
 
 
-async def _idle(seconds: float) -> tuple[float, float, float, float]:
-    """CPU by psutil (10 ms ticks) and by `time.process_time()` (all threads, finer), RSS growth, RSS."""
-    gc.collect()
-    process = psutil.Process()
-    before_cpu, before_fine = sum(process.cpu_times()[:2]), time.process_time()
-    before_rss = process.memory_info().rss
-    await asyncio.sleep(seconds)
-    rss = process.memory_info().rss
-    cpu, fine = sum(process.cpu_times()[:2]) - before_cpu, time.process_time() - before_fine
-    return cpu, fine, (rss - before_rss) / 2**20, rss / 2**20
-
-
-def _idle_text(cpu: float, fine: float, grew: float, rss: float) -> str:
-    return f"CPU {cpu * 1000:4.0f} ms ({fine * 1000:5.1f})   RSS {grew:+5.1f} MB -> {rss:4.0f} MB"
-
-
 async def idle(model: ScriptedModelServer, tmp: Path, idle_s: float) -> list[Row]:
     async with _TimedFeishu(ping_interval=PING_S) as feishu:
         host = _host(tmp / "idle" / "data", model, feishu, MemorySecretStore())
         async with running_api(host) as client:
             await asyncio.sleep(SETTLE_S)
-            bare = await _idle(idle_s)
+            bare = await idle_reading(idle_s)
             await connect_feishu(client, host, feishu)
             await asyncio.sleep(SETTLE_S)
             pings = feishu.pings
-            channel = await _idle(idle_s)
+            channel = await idle_reading(idle_s)
             pings = feishu.pings - pings
-    line(f"idle host, no channel, {idle_s:.0f} s (baseline)", _idle_text(*bare))
+    line(f"idle host, no channel, {idle_s:.0f} s (baseline)", idle_text(*bare))
     line(
         f"idle host, one connected Feishu channel, {idle_s:.0f} s",
-        f"{_idle_text(*channel)}   ({pings} pings)",
+        f"{idle_text(*channel)}   ({pings} pings)",
     )
     return [
         (
             f"idle {idle_s:.0f} s (ping every {PING_S} s: {pings} pings)",
-            _idle_text(*channel),
-            _idle_text(*bare),
+            idle_text(*channel),
+            idle_text(*bare),
         )
     ]
 
@@ -446,18 +428,6 @@ async def imports() -> list[Row]:
     ]
 
 
-def _table(rows: Sequence[Row]) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    heads = ("figure", "Feishu", "baseline (same run)")
-    widths = [max(w, len(h)) for w, h in zip(widths, heads, strict=True)]
-    rule = "-+-".join("-" * w for w in widths)
-    print(flush=True)
-    print(" | ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)))
-    print(rule)
-    for row in rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)), flush=True)
-
-
 async def main(idle_s: float, messages: int, latency_s: float, chats: int, per_chat: int) -> None:
     warnings = _Warnings()
     logging.getLogger().addHandler(warnings)
@@ -469,7 +439,7 @@ async def main(idle_s: float, messages: int, latency_s: float, chats: int, per_c
             rows += await catch_up(model, Path(tmp), chats, per_chat)
             rows += await idle(model, Path(tmp), idle_s)
     rows += await imports()
-    _table(rows)
+    figure_table(rows, "Feishu")
     print(f"\n(whole run {time.perf_counter() - began:.0f} s)")
     if warnings.seen:
         print("logged at WARNING or above:")

@@ -21,22 +21,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bench.bench_wechat import _desktop_reply
-from bench.common import line, percentile
+from bench.common import figure_table, idle_reading, idle_text, line, median_p95_ms
 from core.host import Host
 from core.store import deliveries as delivery_rows
 from core.store.models import DeliveryRow
@@ -102,11 +99,6 @@ async def _connect(client: httpx.AsyncClient, telegram: FakeTelegram) -> str:
     return bot
 
 
-def _ms(values: Sequence[float]) -> str:
-    ms = [v * 1000 for v in values]
-    return f"median {statistics.median(ms):7.1f} ms   p95 {percentile(ms, 95):7.1f} ms   (n={len(ms)})"
-
-
 # ---- inbound -> reply at the fake, against the desktop ---------------------------------------------
 
 
@@ -146,8 +138,8 @@ async def reply_latency(model: ScriptedModelServer, tmp: Path, messages: int, la
         f"{latency_s * 1000:.0f} ms per reply   (held at the server: median "
         f"{statistics.median(held) * 1000:.1f} ms; {len(served)} requests for {2 * (messages + 1)} turns)",
     )
-    line("desktop: say -> reply stored, minus L (baseline)", _ms(desktop))
-    line("telegram: user_says -> reply at the fake, minus L", _ms(telegram_s))
+    line("desktop: say -> reply stored, minus L (baseline)", median_p95_ms(desktop))
+    line("telegram: user_says -> reply at the fake, minus L", median_p95_ms(telegram_s))
     line(
         "  warm-up (first of each, not counted), minus L",
         f"desktop {warm[0] * 1000:7.1f} ms   telegram {warm[1] * 1000:7.1f} ms",
@@ -156,7 +148,11 @@ async def reply_latency(model: ScriptedModelServer, tmp: Path, messages: int, la
     ratio = (statistics.median(telegram_s) + latency_s) / (statistics.median(desktop) + latency_s)
     line("  telegram - desktop (median); ratio with L included", f"{gap * 1000:+7.1f} ms   {ratio:.2f}x")
     return [
-        ("inbound -> reply, minus L (desktop: say -> stored)", _ms(telegram_s), _ms(desktop)),
+        (
+            "inbound -> reply, minus L (desktop: say -> stored)",
+            median_p95_ms(telegram_s),
+            median_p95_ms(desktop),
+        ),
         ("  first message (warm-up), minus L", f"{warm[1] * 1000:7.1f} ms", f"{warm[0] * 1000:7.1f} ms"),
     ]
 
@@ -164,40 +160,24 @@ async def reply_latency(model: ScriptedModelServer, tmp: Path, messages: int, la
 # ---- an idle connected channel ----------------------------------------------------------------------
 
 
-async def _idle(seconds: float) -> tuple[float, float, float, float]:
-    """CPU by psutil (10 ms ticks) and by `time.process_time()` (all threads, finer), RSS growth, RSS."""
-    gc.collect()
-    process = psutil.Process()
-    before_cpu, before_fine = sum(process.cpu_times()[:2]), time.process_time()
-    before_rss = process.memory_info().rss
-    await asyncio.sleep(seconds)
-    rss = process.memory_info().rss
-    cpu, fine = sum(process.cpu_times()[:2]) - before_cpu, time.process_time() - before_fine
-    return cpu, fine, (rss - before_rss) / 2**20, rss / 2**20
-
-
-def _idle_text(cpu: float, fine: float, grew: float, rss: float) -> str:
-    return f"CPU {cpu * 1000:4.0f} ms ({fine * 1000:5.1f})   RSS {grew:+5.1f} MB -> {rss:4.0f} MB"
-
-
 async def idle(model: ScriptedModelServer, tmp: Path, idle_s: float) -> list[Row]:
     async with _TimedTelegram() as telegram:
         host = _host(tmp / "idle" / "data", model, telegram)
         async with running_api(host) as client:
             await asyncio.sleep(SETTLE_S)
-            bare = await _idle(idle_s)
+            bare = await idle_reading(idle_s)
             await _connect(client, telegram)
             await asyncio.sleep(SETTLE_S)
             polls = len(telegram.get_updates_calls)
-            channel = await _idle(idle_s)
+            channel = await idle_reading(idle_s)
             polls = len(telegram.get_updates_calls) - polls
         await host.stop()
-    line(f"idle host, no channel, {idle_s:.0f} s (baseline)", _idle_text(*bare))
+    line(f"idle host, no channel, {idle_s:.0f} s (baseline)", idle_text(*bare))
     line(
         f"idle host, one paired Telegram channel, {idle_s:.0f} s",
-        f"{_idle_text(*channel)}   ({polls} getUpdates)",
+        f"{idle_text(*channel)}   ({polls} getUpdates)",
     )
-    return [(f"idle {idle_s:.0f} s ({polls} getUpdates calls)", _idle_text(*channel), _idle_text(*bare))]
+    return [(f"idle {idle_s:.0f} s ({polls} getUpdates calls)", idle_text(*channel), idle_text(*bare))]
 
 
 # ---- outbox pushes ------------------------------------------------------------------------------------
@@ -272,16 +252,6 @@ async def pushes(model: ScriptedModelServer, tmp: Path, n: int) -> list[Row]:
     return [(f"outbox: {n} pushes, flush -> all delivered", t_text, d_text)]
 
 
-def _table(rows: Sequence[Row]) -> None:
-    heads = ("figure", "Telegram", "baseline (same run)")
-    widths = [max([len(heads[i])] + [len(r[i]) for r in rows]) for i in range(3)]
-    print(flush=True)
-    print(" | ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)))
-    print("-+-".join("-" * w for w in widths))
-    for row in rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)), flush=True)
-
-
 async def main(idle_s: float, messages: int, latency_s: float, n_pushes: int) -> None:
     warnings = _Warnings()
     logging.getLogger().addHandler(warnings)
@@ -292,7 +262,7 @@ async def main(idle_s: float, messages: int, latency_s: float, n_pushes: int) ->
             rows += await reply_latency(model, Path(tmp), messages, latency_s)
             rows += await idle(model, Path(tmp), idle_s)
             rows += await pushes(model, Path(tmp), n_pushes)
-    _table(rows)
+    figure_table(rows, "Telegram")
     print(f"\n(whole run {time.perf_counter() - began:.0f} s)")
     if warnings.seen:
         print("logged at WARNING or above:")
