@@ -1,13 +1,18 @@
-"""`errand serve` as a real child process for crash tests: its environment, start, and "listening"."""
+"""`errand serve` as a real child process for crash tests: its environment, start, "listening", a client of
+its API, and waiting for a send to be recorded as on its platform."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from tests.fakes.model_server import ScriptedModelServer
 
@@ -61,3 +66,23 @@ async def read_until_listening(proc: asyncio.subprocess.Process) -> str:
     line = await asyncio.wait_for(proc.stdout.readline(), timeout=30)
     assert b"listening on" in line, line
     return line.decode()
+
+
+def api_client(data_dir: Path) -> httpx.AsyncClient:
+    """A client of the API a running `errand serve` wrote to `data_dir/api.json`."""
+    info = json.loads((data_dir / "api.json").read_text())
+    headers = {"Authorization": f"Bearer {info['token']}"}
+    return httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=15)
+
+
+async def recorded_on_platform(client: httpx.AsyncClient, conversation: str, words: str) -> None:
+    """Wait until serve recorded the message with `words` as on its platform. The API's long poll answers at
+    once for a new message, else after its wait: a flag set on a stored message wakes no one."""
+    url = f"/api/conversations/{conversation}/messages"
+    async with asyncio.timeout(20):
+        while True:
+            messages: list[dict[str, Any]] = (await client.get(url)).json()["messages"]
+            if any(words in m["text"] and m["onPlatform"] for m in messages):
+                return
+            last = messages[-1]["id"] if messages else 0
+            await client.get(url, params={"after": last, "wait": 1})

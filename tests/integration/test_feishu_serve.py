@@ -5,10 +5,8 @@ arrives under that request, once."""
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -17,7 +15,13 @@ from tests.fakes.fake_feishu import FakeFeishu, Sent, mention
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.integration.feishu_fixtures import GROUP, OWNER, P2P, app_of, words_of
 from tests.integration.task_script import SessionScript, bash, report
-from tests.serve_process import read_until_listening, serve_env, serve_process
+from tests.serve_process import (
+    api_client,
+    read_until_listening,
+    recorded_on_platform,
+    serve_env,
+    serve_process,
+)
 
 pytestmark = pytest.mark.slow
 TITLE = "Research Y"
@@ -26,12 +30,6 @@ RESULT = "Y 调研好了:三家里 A 最便宜。"
 GATE = "gate"
 # Blocks the task until the test opens the gate: it is mid-task when serve is killed.
 WAIT_AT_GATE = bash(f"while [ ! -f {GATE} ]; do sleep 0.05; done; echo researched")
-
-
-def _api(data_dir: Path) -> httpx.AsyncClient:
-    info = json.loads((data_dir / "api.json").read_text())
-    headers = {"Authorization": f"Bearer {info['token']}"}
-    return httpx.AsyncClient(base_url=info["url"], headers=headers, timeout=15)
 
 
 async def _sent_with(feishu: FakeFeishu, words: str, timeout: float = 30) -> Sent:
@@ -54,19 +52,6 @@ async def _conversation_with(client: httpx.AsyncClient, words: str) -> str:
         if any(words in m["text"] for m in messages):
             return str(c["id"])
     raise AssertionError(f"no Feishu conversation holds {words!r}: {conversations}")
-
-
-async def _recorded_on_platform(client: httpx.AsyncClient, conversation: str, words: str) -> None:
-    """Wait until our side recorded the message with `words` as on the platform. The long poll answers at
-    once for a new message, else after its wait: a flag set on a stored message wakes no one."""
-    url = f"/api/conversations/{conversation}/messages"
-    async with asyncio.timeout(20):
-        while True:
-            messages: list[dict[str, Any]] = (await client.get(url)).json()["messages"]
-            if any(words in m["text"] and m["onPlatform"] for m in messages):
-                return
-            last = messages[-1]["id"] if messages else 0
-            await client.get(url, params={"after": last, "wait": 1})
 
 
 async def test_a_task_started_by_a_group_mention_survives_sigkill_and_its_card_comes_once_in_its_thread(
@@ -95,7 +80,7 @@ async def test_a_task_started_by_a_group_mention_survives_sigkill_and_its_card_c
 
     async with serve_process(data_dir, env, log=tmp_path / "serve.log") as proc:
         await read_until_listening(proc)
-        async with _api(data_dir) as client:
+        async with api_client(data_dir) as client:
             bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
             # Whatever the hour here: no quiet hours, or the result would wait for the morning.
             r = await client.put(f"/api/bots/{bot}", json={"quietHours": {"start": "00:00", "end": "00:00"}})
@@ -118,7 +103,7 @@ async def test_a_task_started_by_a_group_mention_survives_sigkill_and_its_card_c
             folder = Path((await client.get(f"/api/tasks/{task['id']}")).json()["folder"])
             # Killed only once our side recorded the ack as sent, as a crash between the platform taking
             # a send and that record is another test's case.
-            await _recorded_on_platform(client, group, "后台开始调研")
+            await recorded_on_platform(client, group, "后台开始调研")
         connections = feishu.connections
         proc.kill()
         await proc.wait()
@@ -130,9 +115,9 @@ async def test_a_task_started_by_a_group_mention_survives_sigkill_and_its_card_c
         await feishu.wait_connected(connections + 1, timeout=30)
         await asyncio.to_thread((folder / GATE).write_text, "go")
         card = await _sent_with(feishu, RESULT, timeout=40)
-        async with _api(data_dir) as client:
+        async with api_client(data_dir) as client:
             # Stopped only once our side recorded it: a second copy would have gone before this.
-            await _recorded_on_platform(client, group, RESULT)
+            await recorded_on_platform(client, group, RESULT)
             detail = (await client.get(f"/api/tasks/{task['id']}")).json()
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), timeout=15) == 0
