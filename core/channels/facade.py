@@ -24,11 +24,12 @@ class ChannelFacade(Protocol):
     async def add(self, bot_id: str, kind: str, config: Mapping[str, object] | None = None) -> ChannelView:
         """A new channel of `kind`. WeChat ("wechat"): its QR login started; returns once the first code is
         there to show (or the login failed at once). Feishu ("feishu"): `config` is {"appId", "appSecret",
-        "domain": "feishu" | "lark"}; the app is checked first (as `check_app`) and nothing is stored when
-        that fails; returns once the channel is stored and its connection started. Raises
-        InvalidInputError for an unknown kind, a bad field (its name in `field`: appId, appSecret,
-        domain), or credentials the platform refused (field appSecret); UnavailableError when the
-        platform cannot be reached."""
+        "domain": "feishu" | "lark"}; DingTalk ("dingtalk"): {"appKey", "appSecret", "robotCode"}
+        (robotCode may be left out: the AppKey); Telegram ("telegram"): {"token"}. The app is checked first
+        (as `check_app`) and nothing is stored when that fails; returns once the channel is stored and its
+        connection started. Raises InvalidInputError for an unknown kind, a bad field (its name in
+        `field`: appId, appSecret, domain, appKey, robotCode, token), or credentials the platform refused
+        (field appSecret, or token); UnavailableError when the platform cannot be reached."""
         ...
 
     async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:

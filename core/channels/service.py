@@ -54,10 +54,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KINDS = ("wechat", "feishu", "telegram")
+KINDS = ("wechat", "feishu", "telegram")  # "dingtalk" joins once its adapter is wired (issue 16)
 MAX_ALLOWED = 50
 MAX_PEER_ID = 200
 FIRST_CODE_TIMEOUT_S = 20.0  # how long adding a channel waits for the platform's first QR code
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelGroup:
+    """A group chat the bot was added to (DingTalk): it works there only once the owner admitted it."""
+
+    id: str  # the platform's id of the group (DingTalk: its openConversationId)
+    title: str
+    admission: str  # asked | allowed | refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,7 @@ class ChannelView:
     name: str = ""  # the bot's name on the platform, where it has one of its own (a Feishu app's bot)
     domain: str = ""  # Feishu: "feishu" or "lark"
     pairing_code: str = ""  # Telegram, until someone paired: what the owner sends as `/start <code>`
+    groups: tuple[ChannelGroup, ...] = ()  # DingTalk: the groups it was added to, the latest first
 
 
 @dataclass(frozen=True, slots=True)

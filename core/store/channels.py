@@ -24,6 +24,10 @@ USED_UP = 1_000_000  # sends_since_inbound once the platform said no more until 
 # one the person then put away.
 SET_ASIDE = -1
 PUT_AWAY = -2
+# ... of a group's message that waits for the owner to admit the group (DingTalk): handed on once allowed,
+# put away if not.
+WAITING = -3
+ADMISSIONS = ("asked", "allowed", "refused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,8 @@ class PeerRecord:
     conversation_id: str
     sends_since_inbound: int = 0
     refused_at: float = 0.0
+    title: str = ""  # a group's name
+    admission: str = ""  # a group's: '' (not asked yet) | asked | allowed | refused
 
 
 def _channel(row: ChannelRow) -> ChannelRecord:
@@ -233,6 +239,9 @@ def store_batch(
         peer.sends_since_inbound = 0  # the peer wrote: the platform lets us answer again
         if arrival.reply_token:
             peer.reply_token = arrival.reply_token
+        title = arrival.body.get("chat_title")
+        if isinstance(title, str) and title.strip():
+            peer.title = title.strip()[:200]
     if cursor:
         channel.cursor = cursor
     channel.updated_at = now
@@ -336,6 +345,8 @@ def _peer(row: ChannelPeerRow) -> PeerRecord:
         row.conversation_id,
         row.sends_since_inbound,
         row.refused_at,
+        row.title,
+        row.admission,
     )
 
 
@@ -374,3 +385,56 @@ def set_peer_conversation(s: Session, channel_id: str, peer: str, conversation_i
         row = ChannelPeerRow(channel_id=channel_id, peer=peer)
         s.add(row)
     row.conversation_id = conversation_id
+
+
+def hold_for_admission(s: Session, inbound_id: int, *, now: float) -> bool:
+    """A group's message that waits for the owner's word on the group; whether the group was not asked
+    about before (the caller then tells needs-you)."""
+    row = s.get(InboundRow, inbound_id)
+    if row is None:
+        raise NotFoundError("inbound message", str(inbound_id))
+    row.handled_at, row.message_id = now, WAITING
+    peer = s.get(ChannelPeerRow, (row.channel_id, row.peer))
+    if peer is None:
+        peer = ChannelPeerRow(channel_id=row.channel_id, peer=row.peer)
+        s.add(peer)
+    first = peer.admission == ""
+    if first:
+        peer.admission = "asked"
+    return first
+
+
+def set_admission(s: Session, channel_id: str, peer: str, *, allowed: bool) -> int:
+    """The owner's word on a group: what waited is handed on (allowed) or put away; how many waited.
+    NotFoundError for a peer that is not a group the channel was asked about."""
+    row = s.get(ChannelPeerRow, (channel_id, peer))
+    if row is None or row.admission not in ADMISSIONS:
+        raise NotFoundError("group", peer)
+    row.admission = "allowed" if allowed else "refused"
+    waiting = list(
+        s.scalars(
+            select(InboundRow).where(
+                InboundRow.channel_id == channel_id, InboundRow.peer == peer, InboundRow.message_id == WAITING
+            )
+        )
+    )
+    for held in waiting:
+        if allowed:
+            held.handled_at, held.message_id, held.attempts = 0.0, 0, 0
+        else:
+            held.message_id = PUT_AWAY
+    return len(waiting)
+
+
+def groups(s: Session, channel_id: str) -> list[PeerRecord]:
+    """The groups a channel was added to and asked about, the latest to write first."""
+    stmt = select(ChannelPeerRow).where(
+        ChannelPeerRow.channel_id == channel_id, ChannelPeerRow.admission != ""
+    )
+    return [_peer(row) for row in s.scalars(stmt.order_by(ChannelPeerRow.last_inbound_at.desc()))]
+
+
+def asked_groups(s: Session) -> list[PeerRecord]:
+    """Groups on every channel that wait for the owner's word (needs-you)."""
+    stmt = select(ChannelPeerRow).where(ChannelPeerRow.admission == "asked")
+    return [_peer(row) for row in s.scalars(stmt.order_by(ChannelPeerRow.last_inbound_at))]

@@ -152,6 +152,11 @@ def _add_channel_identity(conn: Connection) -> None:
     add_column(conn, "channels", Column("bot_ref", String, nullable=False, server_default=""))
 
 
+def _add_group_admission(conn: Connection) -> None:
+    add_column(conn, "channel_peers", Column("title", String, nullable=False, server_default=""))
+    add_column(conn, "channel_peers", Column("admission", String, nullable=False, server_default=""))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -177,7 +182,12 @@ MIGRATIONS: list[Migration] = [
         "channels.display_name, channels.bot_ref: the bot of an app a person registered",
         _add_channel_identity,
     ),
-    # Append here: Migration(12, "...", _function_taking_a_connection),
+    Migration(
+        12,
+        "channel_peers.title, channel_peers.admission: groups a bot works in only once admitted",
+        _add_group_admission,
+    ),
+    # Append here: Migration(13, "...", _function_taking_a_connection),
 ]
 
 

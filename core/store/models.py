@@ -379,3 +379,7 @@ class ChannelPeerRow(Base):
     # When a peer the bot does not serve was last told so (migration 10): once a day at most.
     refused_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
     conversation_id: Mapped[str] = mapped_column(default="", server_default="")
+    # A group chat's name, and whether the owner let the bot work there (migration 12, DingTalk):
+    # '' not asked yet | asked | allowed | refused. A one-to-one peer leaves both empty.
+    title: Mapped[str] = mapped_column(default="", server_default="")
+    admission: Mapped[str] = mapped_column(default="", server_default="")
