@@ -127,7 +127,9 @@ def _check_actions(actions: object, where: str, ids: set[str]) -> None:
         if button.get("status", "normal") not in _STATUSES:
             raise CardError(f"{at}.status must be one of {', '.join(sorted(_STATUSES))}")
         data = button.get("id")
-        if not isinstance(data, str) or not data.strip() or len(data.encode()) > BUTTON_ID_MAX or not data.isprintable():
+        if not isinstance(data, str) or not 0 < len(data.encode()) <= BUTTON_ID_MAX:
+            raise CardError(f"{at}.id must be 1 to {BUTTON_ID_MAX} bytes of printable text")
+        if not data.strip() or not data.isprintable():
             raise CardError(f"{at}.id must be 1 to {BUTTON_ID_MAX} bytes of printable text")
         if data in ids:
             raise CardError(f"{at}.id {data!r} is used twice")
