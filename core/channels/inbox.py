@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
-from core.changes import ChannelChanged, ConversationsChanged
+from core.changes import AttentionChanged, ChannelChanged, ConversationsChanged
 from core.channels.answers import ChannelAnswers
 from core.channels.channel import cut
 from core.channels.registry import capabilities_of
@@ -39,7 +39,7 @@ from core.ids import new_id
 from core.store import channels as channel_rows
 from core.store import conversations as conv_rows
 from core.store import messages as msg_rows
-from core.store.channels import ChannelRecord, InboundRecord
+from core.store.channels import WAITING, ChannelRecord, InboundRecord
 from core.store.database import Database
 from core.store.deliveries import DeliveryPurpose
 from core.tasks.language import language_of
@@ -48,6 +48,8 @@ from core.translations import Language, text
 log = logging.getLogger(__name__)
 
 NOT_IN_CHAT = 0  # the message id a handed-over message gets when it stays out of chat
+# Platforms whose groups the bot works in only once the owner admitted them (docs/channels.md#groups).
+ADMITTED_GROUPS = frozenset({"dingtalk"})
 INBOX = "inbox"  # where attachments that came in are kept, per conversation, in the bot's workspace
 REFUSE_EVERY_S = 24 * 3600.0  # someone the bot does not serve is told so at most once a day
 STALE_AFTER_S = 600.0  # a message this old when it reaches chat is answered with its age
@@ -157,8 +159,12 @@ class ChannelInbox:
         # On WeChat the peer is the person; on Feishu it is the chat, and the person is its sender.
         who = str(record.body.get("sender") or record.peer)
         in_group = record.body.get("chat_type") == "group"
-        if not channel.owner and channel.kind == "feishu" and not in_group:
+        if not channel.owner and channel.kind in ("feishu", "dingtalk") and not in_group:
             channel = await self._claim(channel, who)
+        if in_group and channel.kind in ADMITTED_GROUPS:
+            held = await self._held_for_admission(record)
+            if held is not None:
+                return held
         if not channel.admits(who) or (in_group and not channel.owner):
             await self._turn_away(
                 channel.id, who, words_of(record.body), chat=record.peer, message=record.platform_id
@@ -205,7 +211,7 @@ class ChannelInbox:
             bot_id=channel.bot_id,
             words=words,
             quoted_ref=quoted_ref,
-            owner=not channel.owner or record.peer == channel.owner,
+            owner=not channel.owner or who == channel.owner,
             commit=commit,
         )
         if handled is None:
@@ -227,9 +233,30 @@ class ChannelInbox:
             )
         return noted[0].id
 
+    async def _held_for_admission(self, record: InboundRecord) -> int | None:
+        """None when the owner admitted the message's group; else what the message becomes: WAITING for
+        the owner's word (asked in needs-you the first time), or NOT_IN_CHAT in a refused group."""
+        admission = await self._db.read(
+            lambda s: channel_rows.admission_of(s, record.channel_id, record.peer)
+        )
+        if admission == "allowed":
+            return None
+        if admission == "refused":
+            log.info(
+                "channel %s: a message in refused group %s stays out of chat", record.channel_id, record.peer
+            )
+            return NOT_IN_CHAT
+        first = await self._db.write(lambda s: channel_rows.ask_admission(s, record.channel_id, record.peer))
+        if first:
+            log.info("channel %s: added to group %s; asking the owner", record.channel_id, record.peer)
+            self._bus.publish(ChannelChanged(record.channel_id))
+            self._bus.publish(AttentionChanged())
+        return WAITING
+
     async def _claim(self, channel: ChannelRecord, who: str) -> ChannelRecord:
-        """A Feishu app's first one-to-one writer is its owner (WeChat's is who scanned the code): the
-        person who connected the app writes to it first. The owner shows in the channel's settings."""
+        """A Feishu or DingTalk app's first one-to-one writer is its owner (WeChat's is who scanned the
+        code): the person who connected the app writes to it first. The owner shows in the channel's
+        settings."""
         now = self._clock.time()
         await self._db.write(lambda s: channel_rows.set_owner(s, channel.id, who, now=now))
         log.info("channel %s: %s wrote first and is its owner", channel.id, who)

@@ -52,7 +52,7 @@ class ChannelRecord:
         """Whether sends may be tried: logged in, and connected, or reconnecting after a start (its first
         long poll may not return for half a minute; a send must not wait for that). A Feishu app sends
         through its REST calls: a send goes, or says itself why not."""
-        if self.kind in ("feishu", "telegram"):  # sent over HTTP calls of their own, whatever receiving does
+        if self.kind in ("feishu", "telegram", "dingtalk"):  # sent over HTTP calls of their own
             return bool(self.account)
         return bool(self.account) and self.status in ("connected", "connecting")
 
@@ -278,9 +278,20 @@ def recent_chats(s: Session, channel_id: str, *, since: float) -> list[RecentCha
 
 
 def mark_handled(s: Session, inbound_id: int, *, message_id: int, now: float) -> None:
+    """The message reached chat as `message_id` (or stays out: NOT_IN_CHAT, WAITING). A group's message
+    that was to wait, whose group the owner decided on meanwhile, goes the owner's way instead: owed again
+    (allowed) or put away (refused); deciding and marking are each one transaction, so neither order loses
+    it."""
     row = s.get(InboundRow, inbound_id)
     if row is None:
         raise NotFoundError("inbound message", str(inbound_id))
+    if message_id == WAITING:
+        peer = s.get(ChannelPeerRow, (row.channel_id, row.peer))
+        admission = peer.admission if peer is not None else ""
+        if admission == "allowed":
+            return
+        if admission == "refused":
+            message_id = PUT_AWAY
     row.handled_at, row.message_id = now, message_id
 
 
@@ -387,21 +398,23 @@ def set_peer_conversation(s: Session, channel_id: str, peer: str, conversation_i
     row.conversation_id = conversation_id
 
 
-def hold_for_admission(s: Session, inbound_id: int, *, now: float) -> bool:
-    """A group's message that waits for the owner's word on the group; whether the group was not asked
-    about before (the caller then tells needs-you)."""
-    row = s.get(InboundRow, inbound_id)
+def ask_admission(s: Session, channel_id: str, peer: str) -> bool:
+    """A group's message arrived before the owner decided on the group: it is asked about (its messages
+    wait, marked WAITING); whether this is the first time (the caller then tells needs-you)."""
+    row = s.get(ChannelPeerRow, (channel_id, peer))
     if row is None:
-        raise NotFoundError("inbound message", str(inbound_id))
-    row.handled_at, row.message_id = now, WAITING
-    peer = s.get(ChannelPeerRow, (row.channel_id, row.peer))
-    if peer is None:
-        peer = ChannelPeerRow(channel_id=row.channel_id, peer=row.peer)
-        s.add(peer)
-    first = peer.admission == ""
+        row = ChannelPeerRow(channel_id=channel_id, peer=peer)
+        s.add(row)
+    first = row.admission == ""
     if first:
-        peer.admission = "asked"
+        row.admission = "asked"
     return first
+
+
+def admission_of(s: Session, channel_id: str, peer: str) -> str:
+    """The owner's word on a group: '' (never asked), asked, allowed or refused."""
+    row = s.get(ChannelPeerRow, (channel_id, peer))
+    return row.admission if row is not None else ""
 
 
 def set_admission(s: Session, channel_id: str, peer: str, *, allowed: bool) -> int:
