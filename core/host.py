@@ -29,6 +29,7 @@ from core.bots.with_activity import BotsWithActivity
 from core.bus import EventBus
 from core.changes import AttentionChanged, BotsChanged, ChannelChanged
 from core.channels.answers import ChannelAnswers
+from core.channels.dingtalk.presses import DingTalkPresses
 from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.presses import CardPresses
 from core.channels.inbox import ChannelInbox
@@ -251,10 +252,12 @@ class Host:
             reserve=self.reserve,
             channels=self.channels,
         )
-        # A button pressed on a Feishu card takes the same needs-you actions as the desktop.
+        # A button pressed on a Feishu or DingTalk card, or under a Telegram message, takes the same
+        # needs-you actions as the desktop.
         self.channels.answer_presses_with(
             CardPresses(self.db, self.feishu_apps, self.attention, self.tasks),
             TelegramPresses(self.db, self.attention, self.tasks),
+            DingTalkPresses(self.db, self.attention, self.tasks),
         )
         # What the desktop window reads of bots: their settings and each one's sidebar activity.
         self.desktop_bots = BotsWithActivity(

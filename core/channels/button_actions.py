@@ -1,13 +1,16 @@
 """What a button under one of our messages does, on every platform that has them (Feishu's cards,
-Telegram's inline keyboards): the same needs-you actions as the desktop (docs/attention.md), and a late
-answer for a question the task withdrew (docs/channels.md#answers-and-follow-ups)."""
+Telegram's inline keyboards, DingTalk's cards): the same needs-you actions as the desktop
+(docs/attention.md), and a late answer for a question the task withdrew
+(docs/channels.md#answers-and-follow-ups)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from core.errors import NotFoundError
 from core.store import approvals as approval_rows
 from core.store.database import Database
+from core.translations import Language, text
 
 ButtonAction = Literal["answer", "approve", "deny", "retry", "stop"]
 # What happened, as the `channel_press.*` catalogue words it for the person who pressed.
@@ -53,3 +56,35 @@ async def press(
         return "retrying"
     await tasks.stop_task(task_id)
     return "stopped"
+
+
+async def press_data(
+    db: Database, actions: PressActions, tasks: PressTasks, data: str, lang: Language
+) -> tuple[str, str]:
+    """A button by its short data (`q:<question>:<n>`, `y:<id>`, `n:<id>`, `r:<task>`, `s:<task>`, as
+    Telegram's keyboards and DingTalk's cards carry it): the action taken, then what to tell the person who
+    pressed, and the line the message then shows in place of its buttons ('' leaves them). NotFoundError or
+    ConflictError when what it was about is over."""
+    kind, _, rest = data.partition(":")
+    if kind == "q":
+        question_id, _, index = rest.rpartition(":")
+        asked = await db.read(lambda s: approval_rows.get_approval(s, question_id))
+        if asked is None or not index.isdigit() or int(index) >= len(asked.options):
+            raise NotFoundError("question", question_id)
+        answer = asked.options[int(index)]
+        done = await press(db, actions, tasks, "answer", item_id=f"question:{asked.id}", answer=answer)
+        return text(lang, f"channel_press.{done}", answer=answer), text(
+            lang, "telegram_button.chosen", chosen=answer
+        )
+    buttons: dict[str, tuple[ButtonAction, str]] = {
+        "y": ("approve", f"approval:{rest}"),
+        "n": ("deny", f"approval:{rest}"),
+        "r": ("retry", f"task_failed:{rest}"),
+        "s": ("stop", ""),
+    }
+    if kind not in buttons:
+        return text(lang, "channel_press.unknown"), ""
+    action, item_id = buttons[kind]
+    done = await press(db, actions, tasks, action, item_id=item_id, task_id=rest)
+    label = text(lang, f"telegram_button.{action}")
+    return text(lang, f"channel_press.{done}"), text(lang, "telegram_button.chosen", chosen=label)

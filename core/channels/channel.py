@@ -88,6 +88,20 @@ TELEGRAM = ChannelCapabilities(
     text_hints=True,
 )
 
+# DingTalk: a text message takes 5,000 characters; questions, approvals and failures are cards with buttons,
+# results are text a person can quote to follow up. A card shows the words without the hints (its buttons
+# say it), a text push with them (a question without options is answered by quoting it). Sends carry no key
+# DingTalk dedupes by, except cards'.
+DINGTALK = ChannelCapabilities(
+    "dingtalk",
+    rings=True,
+    daily_cap=5,
+    supports_quote=True,
+    max_chars=5000,
+    strips_markers=False,
+    text_hints=True,
+)
+
 
 CHANNEL_GONE = "channel_gone"
 """SendHeld's reason when the conversation's channel was removed: the outbox keeps the message on the

@@ -49,3 +49,9 @@ class ChannelFacade(Protocol):
     async def remove(self, bot_id: str, channel_id: str) -> None:
         """Disconnect the channel and forget it: its stored messages, peers and token go too."""
         ...
+
+    async def admit_group(self, bot_id: str, channel_id: str, group_id: str, *, allowed: bool) -> ChannelView:
+        """The owner's word on a group the bot was added to (DingTalk): allowed, what waited there is handed
+        on; refused, it is put away and the bot stays silent there. Returns the channel as it is then.
+        Raises NotFoundError for an unknown bot, channel or group."""
+        ...

@@ -67,6 +67,25 @@ class HandOn:
             await asyncio.shield(self._handled(record, message_id))
         return failed
 
+    async def keep_handing(
+        self, owed: asyncio.Event, *, retry_s: float, ready: asyncio.Event | None = None
+    ) -> None:
+        """Until cancelled: hand on whenever `owed` is set (and `ready`, when given, is set too); after a
+        failure, again `retry_s` later. For receivers that store on one task and hand on from another."""
+        while True:
+            await owed.wait()
+            if ready is not None:
+                await ready.wait()
+            owed.clear()
+            try:
+                failed = await self()
+            except Exception:  # the store itself: tried again, not given up until a restart
+                log.exception("channel %s: handing on failed", self._channel_id)
+                failed = True
+            if failed:
+                await self._clock.sleep(retry_s)
+                owed.set()
+
     async def _failed(self, record: InboundRecord) -> None:
         now = self._clock.time()
 

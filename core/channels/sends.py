@@ -20,6 +20,12 @@ from core.bots.secret_store import SecretStore
 from core.bus import EventBus
 from core.changes import ChannelChanged
 from core.channels.channel import CHANNEL_GONE, Outgoing, SendHeld, SendOutcomeUnknown
+from core.channels.dingtalk.config import DingTalkApp
+from core.channels.dingtalk.config import endpoint as dingtalk_endpoint
+from core.channels.dingtalk.config import secret_name as dingtalk_secret_name
+from core.channels.dingtalk.openapi import CredentialsRefused as DingTalkRefused
+from core.channels.dingtalk.openapi import DingTalkApi, DingTalkError
+from core.channels.dingtalk.sender import DingTalkSender, Pending
 from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.rest import FeishuError
 from core.channels.feishu.sender import FeishuSender
@@ -71,6 +77,10 @@ class ChannelSends:
         self._transport = transport
         self._clients: dict[str, _Client] = {}
         self._telegram_apis: dict[str, tuple[str, TelegramApi]] = {}
+        self._dingtalk_apis: dict[str, DingTalkApi] = {}
+        # Per DingTalk channel: sends DingTalk took but had not confirmed, by delivery key, read back before
+        # the same delivery is sent again.
+        self._dingtalk_pending: dict[str, dict[str, Pending]] = {}
         self._environ = environ
         self._closed = False
 
@@ -82,6 +92,9 @@ class ChannelSends:
         for _token, api in self._telegram_apis.values():
             await api.close()
         self._telegram_apis.clear()
+        for dingtalk in self._dingtalk_apis.values():
+            await dingtalk.close()
+        self._dingtalk_apis.clear()
 
     async def send(self, conversation_id: str, text: str, outgoing: Outgoing | None = None) -> str:
         def find(s: Session) -> tuple[PeerRecord | None, ChannelRecord | None]:
@@ -99,6 +112,9 @@ class ChannelSends:
             )
         if channel.kind == "telegram":
             return await self._on_telegram(channel, conversation_id, peer.peer, text, outgoing)
+        if channel.kind == "dingtalk":
+            sender = await self._dingtalk(channel)
+            return await self._dingtalk_call(channel, sender.send(conversation_id, peer, text, outgoing))
         return await self._send(channel, peer.peer, text)
 
     async def send_to_peer(self, channel_id: str, peer: str, text: str, *, reply_to: str = "") -> str:
@@ -112,6 +128,13 @@ class ChannelSends:
             return await self._telegram_call(
                 channel, lambda: api.send(peer, text, reply_to=int(reply_to) if reply_to.isdigit() else 0)
             )
+        if channel.kind == "dingtalk":
+            found = await self._db.read(lambda s: channel_rows.get_peer(s, channel_id, peer))
+            if found is None:
+                raise SendHeld("channel_down", "DingTalk never brought a message from there")
+            sender = await self._dingtalk(channel)
+            key = f"line:{channel_id}:{reply_to or peer}:{text}"
+            return await self._dingtalk_call(channel, sender.send_line(found, text, key=key))
         if channel.kind == "feishu":
             key = f"line:{channel_id}:{reply_to or peer}:{text}"
             return await self._on_feishu(
@@ -158,6 +181,34 @@ class ChannelSends:
                 raise SendOutcomeUnknown(str(fault)) from fault
             if fault.token_refused:
                 raise SendHeld("channel_down", "Telegram refused the bot's token") from fault
+            raise
+
+    async def _dingtalk(self, channel: ChannelRecord) -> DingTalkSender:
+        if self._closed:
+            raise SendHeld("channel_down", "Errand is stopping")
+        secret = await self._secrets.get(dingtalk_secret_name(channel.id))
+        if not secret:
+            raise SendHeld("channel_down", "the app secret is not in the keyring")
+        app = DingTalkApp(channel.account, secret, channel.bot_ref or channel.account)
+        api = self._dingtalk_apis.get(channel.id)
+        if api is not None and api.app != app:
+            await api.close()
+            api = None
+        if api is None:
+            api = DingTalkApi(app, dingtalk_endpoint(self._environ), self._clock, transport=self._transport)
+            self._dingtalk_apis[channel.id] = api
+        pending = self._dingtalk_pending.setdefault(channel.id, {})
+        return DingTalkSender(self._db, self._clock, api, pending=pending)
+
+    async def _dingtalk_call(self, channel: ChannelRecord, call: Awaitable[str]) -> str:
+        try:
+            return await call
+        except DingTalkError as exc:
+            if isinstance(exc, DingTalkRefused):
+                raise SendHeld("channel_down", "DingTalk refused the app's credentials") from exc
+            # Throttled, refused, unconfirmed: a plain failure, retried with the outbox's backoff and shown
+            # in needs-you after three (a lost answer already became SendOutcomeUnknown).
+            log.warning("dingtalk channel %s: a send failed: %s", channel.id, exc)
             raise
 
     async def _telegram(self, channel: ChannelRecord) -> TelegramApi:

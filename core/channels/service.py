@@ -23,6 +23,15 @@ from core.bus import EventBus
 from core.changes import AttentionChanged, ChannelChanged
 from core.channels.app_check import AppCheck
 from core.channels.channel import SendHeld
+from core.channels.dingtalk import sdk as dingtalk_sdk
+from core.channels.dingtalk.config import DingTalkApp
+from core.channels.dingtalk.config import checked_app as checked_dingtalk_app
+from core.channels.dingtalk.config import endpoint as dingtalk_endpoint
+from core.channels.dingtalk.config import secret_name as dingtalk_secret_name
+from core.channels.dingtalk.openapi import CredentialsRefused as DingTalkRefused
+from core.channels.dingtalk.openapi import DingTalkApi, DingTalkError
+from core.channels.dingtalk.receiver import DingTalkReceiver
+from core.channels.dingtalk.receiver import PressHandler as DingTalkPressHandler
 from core.channels.feishu import sdk as feishu_sdk
 from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.config import checked_app
@@ -54,7 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KINDS = ("wechat", "feishu", "telegram")  # "dingtalk" joins once its adapter is wired (issue 16)
+KINDS = ("wechat", "feishu", "dingtalk", "telegram")
 MAX_ALLOWED = 50
 MAX_PEER_ID = 200
 FIRST_CODE_TIMEOUT_S = 20.0  # how long adding a channel waits for the platform's first QR code
@@ -91,6 +100,17 @@ class ChannelView:
 
 
 @dataclass(frozen=True, slots=True)
+class AskedGroup:
+    """A group the bot was added to that waits for the owner's word (needs-you)."""
+
+    channel_id: str
+    bot_id: str
+    group_id: str
+    title: str
+    since: float  # when it last wrote
+
+
+@dataclass(frozen=True, slots=True)
 class ExpiredLogin:
     """A channel whose login is gone: only a new QR scan brings it back."""
 
@@ -119,6 +139,7 @@ class _Connection:
     login: WeChatLogin | None = None
     receiver: FeishuReceiver | None = None
     telegram: TelegramApi | None = None  # imported with its first channel: python-telegram-bot costs 0.2 s
+    dingtalk: DingTalkReceiver | None = None
 
 
 class ChannelService:
@@ -138,6 +159,8 @@ class ChannelService:
         self._presses: PressHandler | None = None
         self._telegram_urls = telegram_urls(environ)
         self._telegram_presses: TelegramPressHandler | None = None
+        self._dingtalk_endpoint = dingtalk_endpoint(environ)
+        self._dingtalk_presses: DingTalkPressHandler | None = None
         self._db = db
         self._bus = bus
         self._clock = clock
@@ -156,6 +179,8 @@ class ChannelService:
                 self._start_feishu(channel.id)
             elif channel.kind == "telegram":
                 self._start_telegram(channel.id)
+            elif channel.kind == "dingtalk":
+                self._start_dingtalk(channel.id)
             elif channel.account:
                 await self._resume(channel)
 
@@ -168,15 +193,18 @@ class ChannelService:
     async def of_bot(self, bot_id: str) -> list[ChannelView]:
         await self._bot(bot_id)
 
-        def read(s: Session) -> list[tuple[ChannelRecord, list[str]]]:
-            return [(c, _strangers(s, c)) for c in channel_rows.channels_of_bot(s, bot_id)]
+        def read(s: Session) -> list[tuple[ChannelRecord, list[str], list[ChannelGroup]]]:
+            return [(c, _strangers(s, c), _groups(s, c)) for c in channel_rows.channels_of_bot(s, bot_id)]
 
-        return [await self._with_code(self._view(c, strangers)) for c, strangers in await self._db.read(read)]
+        return [
+            await self._with_code(self._view(c, strangers, groups))
+            for c, strangers, groups in await self._db.read(read)
+        ]
 
     async def get(self, bot_id: str, channel_id: str) -> ChannelView:
         channel = await self._channel(bot_id, channel_id)
-        strangers = await self._db.read(lambda s: _strangers(s, channel))
-        return await self._with_code(self._view(channel, strangers))
+        strangers, groups = await self._db.read(lambda s: (_strangers(s, channel), _groups(s, channel)))
+        return await self._with_code(self._view(channel, strangers, groups))
 
     async def _with_code(self, view: ChannelView) -> ChannelView:
         """A Telegram channel nobody paired with yet shows its pairing code."""
@@ -211,6 +239,43 @@ class ChannelService:
             raise NotFoundError("set-aside message", str(inbound_id))
         self._bus.publish(AttentionChanged())
 
+    async def asked_groups(self) -> list[AskedGroup]:
+        """Groups on any channel that wait for the owner's word (needs-you), the longest waiting first."""
+
+        def read(s: Session) -> list[AskedGroup]:
+            found = []
+            for peer in channel_rows.asked_groups(s):
+                channel = channel_rows.get_channel(s, peer.channel_id)
+                if channel is not None:
+                    found.append(
+                        AskedGroup(channel.id, channel.bot_id, peer.peer, peer.title, peer.last_inbound_at)
+                    )
+            return found
+
+        return await self._db.read(read)
+
+    async def admit_group(self, bot_id: str, channel_id: str, group_id: str, *, allowed: bool) -> ChannelView:
+        """The owner's word on a group the bot was added to (docs/channels.md#groups): allowed, what waited
+        there is handed on now; refused, it is put away and the bot stays silent there. Either may be
+        changed later. NotFoundError for a group the channel was never added to."""
+        await self._channel(bot_id, channel_id)
+        held = await self._db.write(
+            lambda s: channel_rows.set_admission(s, channel_id, group_id, allowed=allowed)
+        )
+        log.info(
+            "channel %s: group %s %s (%d messages waited)",
+            channel_id,
+            group_id,
+            "allowed" if allowed else "refused",
+            held,
+        )
+        connection = self._connections.get(channel_id)
+        if allowed and connection is not None and connection.dingtalk is not None:
+            connection.dingtalk.wake()
+        self._bus.publish(ChannelChanged(channel_id))
+        self._bus.publish(AttentionChanged())
+        return await self.get(bot_id, channel_id)
+
     def is_running(self, channel_id: str) -> bool:
         """Whether the channel has a live connection task (a login or a poll)."""
         connection = self._connections.get(channel_id)
@@ -219,17 +284,25 @@ class ChannelService:
     # ---- commands -----------------------------------------------------------------------------------
 
     def answer_presses_with(
-        self, presses: PressHandler, telegram: TelegramPressHandler | None = None
+        self,
+        presses: PressHandler,
+        telegram: TelegramPressHandler | None = None,
+        dingtalk: DingTalkPressHandler | None = None,
     ) -> None:
-        """Who answers a button pressed on a Feishu card or under a Telegram message (both built after
-        needs-you)."""
+        """Who answers a button pressed on a Feishu or DingTalk card or under a Telegram message (all built
+        after needs-you)."""
         self._presses = presses
         self._telegram_presses = telegram
+        self._dingtalk_presses = dingtalk
 
     async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:
-        """测试连接: the app's credentials open it, and this is its bot. Stores nothing."""
+        """测试连接: the app's credentials open it, and this is its bot. Stores nothing. A DingTalk app
+        tells no name or id of its robot: the check answers an empty AppCheck once its token came."""
+        if kind == "dingtalk":
+            await self._check_dingtalk(checked_dingtalk_app(config))
+            return AppCheck("", "")
         if kind != "feishu":
-            raise InvalidInputError("kind", f"only feishu apps are checked, not {kind!r}")
+            raise InvalidInputError("kind", f"only feishu and dingtalk apps are checked, not {kind!r}")
         app = checked_app(config)
         rest = await self._feishu.check(app)
         try:
@@ -259,6 +332,8 @@ class ChannelService:
             return await self._add_feishu(bot_id, config)
         if kind == "telegram":
             return await self._add_telegram(bot_id, config)
+        if kind == "dingtalk":
+            return await self._add_dingtalk(bot_id, config)
         channel_id = new_id("ch")
         now = self._clock.time()
         await self._db.write(
@@ -383,6 +458,86 @@ class ChannelService:
         self._bus.publish(ChannelChanged(channel_id))
         return await self.get(bot_id, channel_id)
 
+    async def _check_dingtalk(self, app: DingTalkApp) -> None:
+        api = DingTalkApi(app, self._dingtalk_endpoint, self._clock, transport=self._transport)
+        try:
+            await api.token()
+        except DingTalkRefused as exc:
+            raise InvalidInputError("appSecret", f"{exc}: check the AppKey and AppSecret") from exc
+        except DingTalkError as exc:
+            if exc.http_status is None or exc.http_status >= 500:
+                raise UnavailableError(f"DingTalk could not be reached: {exc}") from exc
+            raise InvalidInputError("appKey", str(exc)) from exc
+        finally:
+            await api.close()
+
+    async def _add_dingtalk(self, bot_id: str, config: Mapping[str, object] | None) -> ChannelView:
+        """A DingTalk app by its AppKey and AppSecret, whose token is fetched first (nothing is stored when
+        DingTalk refuses them); then stored, the secret in the keyring, and its stream connected."""
+        app = checked_dingtalk_app(config)
+        await self._check_dingtalk(app)
+        for other in await self._db.read(channel_rows.all_channels):
+            if other.kind == "dingtalk" and other.account == app.app_key:
+                raise InvalidInputError("appKey", "this app is connected already; one app serves one bot")
+        channel_id = new_id("ch")
+        now = self._clock.time()
+        await self._secrets.set(dingtalk_secret_name(channel_id), app.app_secret)
+
+        def store(s: Session) -> None:
+            channel_rows.insert_channel(s, id=channel_id, bot_id=bot_id, kind="dingtalk", now=now)
+            # DingTalk tells no robot name; the robot code is what its sends are addressed from.
+            channel_rows.set_app(
+                s, channel_id, app_id=app.app_key, domain="", name="", bot_ref=app.robot_code, now=now
+            )
+
+        try:
+            await self._db.write(store)
+        except Exception:
+            await self._secrets.delete(dingtalk_secret_name(channel_id))
+            raise
+        self._start_dingtalk(channel_id)
+        self._bus.publish(ChannelChanged(channel_id))
+        return await self.get(bot_id, channel_id)
+
+    def _start_dingtalk(self, channel_id: str) -> None:
+        connection = _Connection(client=None)
+        self._connections[channel_id] = connection
+        connection.task = asyncio.get_running_loop().create_task(self._run_dingtalk(channel_id, connection))
+
+    async def _run_dingtalk(self, channel_id: str, connection: _Connection) -> None:
+        channel = await self._db.read(lambda s: channel_rows.get_channel(s, channel_id))
+        if channel is None:
+            return
+        secret = await self._secrets.get(dingtalk_secret_name(channel_id))
+        if not secret:
+            reason = "the app secret is no longer in the keyring: connect the app again"
+            await self._set_status(channel_id, "error", reason)
+            return
+        app = DingTalkApp(channel.account, secret, channel.bot_ref or channel.account)
+        api = DingTalkApi(app, self._dingtalk_endpoint, self._clock, transport=self._transport)
+        try:
+            connection.dingtalk = DingTalkReceiver(
+                self._db,
+                self._bus,
+                self._clock,
+                await dingtalk_sdk.load(),
+                api,
+                channel_id=channel_id,
+                sink=self._inbox.hand_over,
+                presses=self._dingtalk_presses,
+            )
+            await connection.dingtalk.run()
+        except Exception:
+            log.exception("channel %s: the DingTalk connection failed", channel_id)
+            await self._set_status(channel_id, "error", "the connection failed; see the log")
+        finally:
+            await asyncio.shield(api.close())
+
+    def dingtalk_receiver(self, channel_id: str) -> DingTalkReceiver | None:
+        """A DingTalk channel's receiver, once its connection task made it (tests, the bench)."""
+        connection = self._connections.get(channel_id)
+        return connection.dingtalk if connection is not None else None
+
     def _start_telegram(self, channel_id: str) -> None:
         connection = _Connection(client=None)
         self._connections[channel_id] = connection
@@ -421,10 +576,12 @@ class ChannelService:
         A Feishu or Telegram channel connects again instead."""
         channel = await self._channel(bot_id, channel_id)
         await self._disconnect(channel_id)
-        if channel.kind in ("feishu", "telegram"):
+        if channel.kind in ("feishu", "telegram", "dingtalk"):
             await self._set_status(channel_id, "connecting", "")
             if channel.kind == "feishu":
                 self._start_feishu(channel_id)
+            elif channel.kind == "dingtalk":
+                self._start_dingtalk(channel_id)
             else:
                 self._start_telegram(channel_id)
             return await self.get(bot_id, channel_id)
@@ -474,6 +631,7 @@ class ChannelService:
         await self._db.write(lambda s: channel_rows.delete_channel(s, channel_id))
         await self._secrets.delete(token_secret_name(channel_id))
         await self._secrets.delete(feishu_secret_name(channel_id))
+        await self._secrets.delete(dingtalk_secret_name(channel_id))  # the same entry today; named apart
         await self._secrets.delete(telegram_token_name(channel_id))
         await self._secrets.delete(pairing_secret_name(channel_id))
         await self._feishu.forget(channel_id)
@@ -552,7 +710,7 @@ class ChannelService:
             raise NotFoundError("channel", channel_id)
         return channel
 
-    def _view(self, channel: ChannelRecord, strangers: list[str]) -> ChannelView:
+    def _view(self, channel: ChannelRecord, strangers: list[str], groups: list[ChannelGroup]) -> ChannelView:
         connection = self._connections.get(channel.id)
         login = connection.login.progress if connection is not None and connection.login is not None else None
         return ChannelView(
@@ -568,7 +726,12 @@ class ChannelService:
             strangers=tuple(strangers),
             name=channel.display_name,
             domain=channel.base_url if channel.kind == "feishu" else "",
+            groups=tuple(groups),
         )
+
+
+def _groups(s: Session, channel: ChannelRecord) -> list[ChannelGroup]:
+    return [ChannelGroup(p.peer, p.title, p.admission) for p in channel_rows.groups(s, channel.id)]
 
 
 def _strangers(s: Session, channel: ChannelRecord) -> list[str]:

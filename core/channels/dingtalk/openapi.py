@@ -40,10 +40,6 @@ class DingTalkError(Exception):
         # The request may have reached DingTalk (no answer came back): a send may have gone.
         self.sent = sent
 
-    @property
-    def refused_credentials(self) -> bool:
-        return self.http_status in (400, 401, 403) and "token" not in self.code.lower()
-
 
 class CredentialsRefused(DingTalkError):
     """The AppKey and AppSecret do not open this app: the person must correct them."""
@@ -178,21 +174,18 @@ class DingTalkApi:
         else:
             body["singleChatReceiver"] = json.dumps({"userId": user_id})
         answer = await self._send("/v1.0/im/v1.0/robot/interactiveCards/send", body)
-        result = answer.get("result")
-        key = result.get("processQueryKey") if isinstance(result, dict) else None
+        key = answer.get("processQueryKey")  # the robot card route answers it at the top level
+        if not isinstance(key, str):
+            result = answer.get("result")
+            key = result.get("processQueryKey") if isinstance(result, dict) else None
         return key if isinstance(key, str) else ""
 
     async def update_card(self, card_biz_id: str, card_data: str) -> None:
-        await self._call(
-            "PUT",
-            "/v1.0/im/robots/interactiveCards",
-            {"cardBizId": card_biz_id, "cardData": card_data},
-            token=await self.token(),
-        )
+        body = {"cardBizId": card_biz_id, "cardData": card_data}
+        await self._send("/v1.0/im/robots/interactiveCards", body, method="PUT")
 
     async def send_status(self, process_query_key: str, *, group_id: str = "") -> str:
         """How DingTalk says a send went: SUCCESS, PROCESSING, FAIL… ('' when it says nothing)."""
-        token = await self.token()
         if group_id:
             body = {
                 "robotCode": self.app.robot_code,
@@ -200,12 +193,10 @@ class DingTalkApi:
                 "processQueryKey": process_query_key,
                 "maxResults": 1,
             }
-            answer = await self._call("POST", "/v1.0/robot/groupMessages/query", body, token=token)
+            answer = await self._send("/v1.0/robot/groupMessages/query", body)
         else:
             params = {"robotCode": self.app.robot_code, "processQueryKey": process_query_key}
-            answer = await self._call(
-                "GET", "/v1.0/robot/oToMessages/readStatus", None, token=token, params=params
-            )
+            answer = await self._send("/v1.0/robot/oToMessages/readStatus", None, method="GET", params=params)
         status = answer.get("sendStatus")
         return status.upper() if isinstance(status, str) else ""
 
@@ -229,15 +220,24 @@ class DingTalkApi:
 
     # ---- plumbing -------------------------------------------------------------------------------------
 
-    async def _send(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _send(
+        self,
+        path: str,
+        body: dict[str, Any] | None,
+        *,
+        method: str = "POST",
+        params: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """A call with the app's token; one that DingTalk refuses as unauthorised (the token expired or
+        was revoked early) is made once more with a new token."""
         token = await self.token()
         try:
-            return await self._call("POST", path, body, token=token)
+            return await self._call(method, path, body, token=token, params=params)
         except DingTalkError as exc:
             if exc.http_status != 401:
                 raise
-            self.forget_token()  # refused: a new token, once
-            return await self._call("POST", path, body, token=await self.token())
+            self.forget_token()
+            return await self._call(method, path, body, token=await self.token(), params=params)
 
     async def _call(
         self,

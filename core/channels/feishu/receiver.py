@@ -112,7 +112,9 @@ class FeishuReceiver:
     async def run(self) -> None:
         """Until cancelled: the connection, and the hand-on of what it stored."""
         self._owed.set()  # stored before a crash, not yet handed on
-        handing = asyncio.get_running_loop().create_task(self._hand_on_loop())
+        handing = asyncio.get_running_loop().create_task(
+            self._hand_on.keep_handing(self._owed, retry_s=RETRY_S, ready=self._caught_up)
+        )
         try:
             await self.connection.run()
         finally:
@@ -257,20 +259,6 @@ class FeishuReceiver:
         return False
 
     # ---- plumbing -----------------------------------------------------------------------------------
-
-    async def _hand_on_loop(self) -> None:
-        while True:
-            await self._owed.wait()
-            await self._caught_up.wait()
-            self._owed.clear()
-            try:
-                failed = await self._hand_on()
-            except Exception:  # the store itself: tried again, not given up until a restart
-                log.exception("feishu channel %s: handing on failed", self._channel_id)
-                failed = True
-            if failed:
-                await self._clock.sleep(RETRY_S)
-                self._owed.set()
 
     async def _status(self, status: str, reason: str) -> None:
         if status in ("connected", "reconnecting") and self._unhealthy:  # not yet shown to deliver again

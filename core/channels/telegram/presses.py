@@ -8,11 +8,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from core.channels.button_actions import ButtonAction, PressActions, PressTasks, press
+from core.channels.button_actions import PressActions, PressTasks, press_data
 from core.channels.telegram.fault import TelegramFault
 from core.channels.telegram.updates import TelegramPress
 from core.errors import ConflictError, ErrandError, NotFoundError
-from core.store import approvals as approval_rows
 from core.store import channels as channel_rows
 from core.store import messages as msg_rows
 from core.store.database import Database
@@ -48,7 +47,7 @@ class TelegramPresses:
             await self._answer(api, press, text(lang, "channel_press.not_yours"))
             return
         try:
-            said, chosen = await self._act(press.data, lang)
+            said, chosen = await press_data(self._db, self._actions, self._tasks, press.data, lang)
         except (NotFoundError, ConflictError):
             said, chosen = text(lang, "channel_press.gone"), ""
         except ErrandError as exc:
@@ -61,34 +60,6 @@ class TelegramPresses:
                 log.info(
                     "telegram channel %s: could not update message %s: %s", channel_id, press.message_id, exc
                 )
-
-    async def _act(self, data: str, lang: Language) -> tuple[str, str]:
-        """What to tell the person who pressed, and the line the message then shows ('' leaves it)."""
-        kind, _, rest = data.partition(":")
-        if kind == "q":
-            question_id, _, index = rest.rpartition(":")
-            asked = await self._db.read(lambda s: approval_rows.get_approval(s, question_id))
-            if asked is None or not index.isdigit() or int(index) >= len(asked.options):
-                raise NotFoundError("question", question_id)
-            answer = asked.options[int(index)]
-            done = await press(
-                self._db, self._actions, self._tasks, "answer", item_id=f"question:{asked.id}", answer=answer
-            )
-            return text(lang, f"channel_press.{done}", answer=answer), text(
-                lang, "telegram_button.chosen", chosen=answer
-            )
-        buttons: dict[str, tuple[ButtonAction, str]] = {
-            "y": ("approve", f"approval:{rest}"),
-            "n": ("deny", f"approval:{rest}"),
-            "r": ("retry", f"task_failed:{rest}"),
-            "s": ("stop", ""),
-        }
-        if kind not in buttons:
-            return text(lang, "channel_press.unknown"), ""
-        action, item_id = buttons[kind]
-        done = await press(self._db, self._actions, self._tasks, action, item_id=item_id, task_id=rest)
-        label = text(lang, f"telegram_button.{action}")
-        return text(lang, f"channel_press.{done}"), text(lang, "telegram_button.chosen", chosen=label)
 
     @staticmethod
     async def _answer(api: TelegramApi, press: TelegramPress, words: str) -> None:

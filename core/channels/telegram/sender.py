@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from core.channels.channel import Outgoing
+from core.channels.split import split_paragraphs
 from core.channels.threads import reply_target
 from core.store import approvals as approval_rows
 from core.store.database import Database
@@ -21,23 +22,6 @@ if TYPE_CHECKING:
 MAX_CHARS = 4096
 
 Keyboard = list[list[dict[str, str]]]
-
-
-def split_paragraphs(words: str, limit: int = MAX_CHARS) -> list[str]:
-    """`words` in pieces of at most `limit` characters, cut at blank lines, else at line ends, else hard."""
-    pieces: list[str] = []
-    rest = words.strip()
-    while len(rest) > limit:
-        cut = rest.rfind("\n\n", 0, limit)
-        if cut <= 0:
-            cut = rest.rfind("\n", 0, limit)
-        if cut <= 0:
-            cut = limit
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip("\n")
-    if rest:
-        pieces.append(rest)
-    return pieces or [""]
 
 
 def keyboard_of(s: Session, outgoing: Outgoing | None) -> Keyboard | None:
@@ -82,7 +66,7 @@ class TelegramSender:
         target, keyboard = await self._db.read(read)
         reply_to = int(target) if target.isdigit() else 0
         pieces = (
-            split_paragraphs(words)
+            split_paragraphs(words, MAX_CHARS)
             if outgoing is None or outgoing.purpose == "reply"
             else [words[:MAX_CHARS]]
         )
