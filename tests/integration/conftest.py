@@ -14,6 +14,7 @@ from core.agent.session_spec import SessionSpec
 from core.channels.feishu.cards import check_card
 from core.clock import FakeClock, SystemClock
 from core.host import Host
+from tests.fakes.fake_dingtalk import FakeDingTalk
 from tests.fakes.fake_feishu import FakeFeishu
 from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.fake_telegram import FakeTelegram
@@ -37,6 +38,13 @@ async def ilink() -> AsyncIterator[FakeILink]:
 async def feishu() -> AsyncIterator[FakeFeishu]:
     """A fake Feishu open platform: one app, its bot, the long connection and the message routes."""
     async with FakeFeishu(card_checker=check_card) as server:
+        yield server
+
+
+@pytest.fixture
+async def dingtalk() -> AsyncIterator[FakeDingTalk]:
+    """A fake DingTalk: one app and its robot, the stream gateway, the robot's sends and their read-back."""
+    async with FakeDingTalk() as server:
         yield server
 
 

@@ -67,7 +67,7 @@ async def test_bad_channel_requests_are_refused_and_change_nothing(
     async with running_api(host) as client:
         bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
         cases = [
-            ("post", f"/api/bots/{bot}/channels", {"kind": "dingtalk"}, 400, "kind"),
+            ("post", f"/api/bots/{bot}/channels", {"kind": "signal"}, 400, "kind"),
             ("post", f"/api/bots/{bot}/channels", {"kind": "wechat", "extra": 1}, 400, "extra"),
             ("post", f"/api/bots/{bot}/channels", {}, 400, "kind"),
             ("post", "/api/bots/b_nope/channels", {"kind": "wechat"}, 404, ""),
