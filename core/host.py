@@ -251,6 +251,7 @@ class Host:
             rules=self.rules,
             reserve=self.reserve,
             channels=self.channels,
+            bots=self.bots,
         )
         # A button pressed on a Feishu or DingTalk card, or under a Telegram message, takes the same
         # needs-you actions as the desktop.

@@ -1,7 +1,7 @@
 """The channel routes of the local API (docs/channels.md#channels-of-a-bot): a bot's channels, adding one
 (which starts its QR login, or checks and connects a Feishu app), 测试连接 for an app, its status and login
-progress, who besides the owner may use it, a new login, the verify code a login may ask for, and removing
-one."""
+progress, who besides the owner may use it, the owner's word on a group it was added to (DingTalk), a new
+login, the verify code a login may ask for, and removing one."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from aiohttp import web
 
 from core.api.validation import json_object, required_str
 from core.channels.service import ChannelView
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from core.host import Host
@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 _ADD_FIELDS = frozenset({"kind"})
 _APP_FIELDS = frozenset({"kind", "appId", "appSecret", "domain"})  # an app the person registered (Feishu)
 _TOKEN_FIELDS = frozenset({"kind", "token"})  # a Telegram bot
+_DINGTALK_FIELDS = frozenset({"kind", "appKey", "appSecret", "robotCode"})  # a DingTalk app
 _CODE_FIELDS = frozenset({"code"})
 _UPDATE_FIELDS = frozenset({"allowed"})
+_ADMIT_FIELDS = frozenset({"admitted"})
 
 
 def channel_json(view: ChannelView) -> dict[str, Any]:
@@ -38,6 +40,8 @@ def channel_json(view: ChannelView) -> dict[str, Any]:
         "name": view.name,
         "domain": view.domain,
         "pairingCode": view.pairing_code,
+        # DingTalk: the groups it was added to, the latest first; admission is asked, allowed or refused
+        "groups": [{"id": g.id, "title": g.title, "admission": g.admission} for g in view.groups],
         "login": (
             {
                 "qrcodeUrl": login.qrcode_url,
@@ -58,6 +62,9 @@ def add_channel_routes(router: web.UrlDispatcher, host: Host) -> None:
     router.add_post("/api/channels/check-app", routes.check_app)
     router.add_get("/api/bots/{id}/channels/{channel}", routes.get_channel)
     router.add_put("/api/bots/{id}/channels/{channel}", routes.update_channel)
+    # A group id may hold "/" (DingTalk's openConversationId): the client sends it percent-encoded (%2F),
+    # which the router still matches as one segment and decodes.
+    router.add_put("/api/bots/{id}/channels/{channel}/groups/{group}", routes.admit_group)
     router.add_post("/api/bots/{id}/channels/{channel}/login", routes.log_in_again)
     router.add_post("/api/bots/{id}/channels/{channel}/verify-code", routes.verify_code)
     router.add_delete("/api/bots/{id}/channels/{channel}", routes.remove_channel)
@@ -86,6 +93,9 @@ class ChannelRoutes:
         elif kind == "telegram":
             _only(body, _TOKEN_FIELDS)
             view = await self._host.channels.add(request.match_info["id"], kind, body)
+        elif kind == "dingtalk":
+            _only(body, _DINGTALK_FIELDS)
+            view = await self._host.channels.add(request.match_info["id"], kind, body)
         else:
             _only(body, _ADD_FIELDS)
             view = await self._host.channels.add(request.match_info["id"], kind)
@@ -93,7 +103,7 @@ class ChannelRoutes:
 
     async def check_app(self, request: web.Request) -> web.Response:
         body = await json_object(request)
-        _only(body, _APP_FIELDS)
+        _only(body, _DINGTALK_FIELDS if body.get("kind") == "dingtalk" else _APP_FIELDS)
         found = await self._host.channels.check_app(required_str(body, "kind"), body)
         return web.json_response({"botName": found.bot_name, "botOpenId": found.bot_open_id})
 
@@ -110,6 +120,20 @@ class ChannelRoutes:
         view = await self._host.channels.set_allowed(
             request.match_info["id"], request.match_info["channel"], body["allowed"]
         )
+        return web.json_response(channel_json(view))
+
+    async def admit_group(self, request: web.Request) -> web.Response:
+        """`{"admitted": bool}`: whether the bot works in a group it was added to (docs/channels.md#groups).
+        Either word may be changed later; a group the channel was never added to is 404."""
+        body = await json_object(request)
+        _only(body, _ADMIT_FIELDS)
+        admitted = body.get("admitted")
+        if not isinstance(admitted, bool):
+            raise InvalidInputError("admitted", "send true (the bot works in the group) or false")
+        bot_id, channel_id, group_id = (request.match_info[k] for k in ("id", "channel", "group"))
+        if all(g.id != group_id for g in (await self._host.channels.get(bot_id, channel_id)).groups):
+            raise NotFoundError("group", group_id)
+        view = await self._host.channels.admit_group(bot_id, channel_id, group_id, allowed=admitted)
         return web.json_response(channel_json(view))
 
     async def log_in_again(self, request: web.Request) -> web.Response:

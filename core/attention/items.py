@@ -9,6 +9,7 @@ Pure: no I/O, no clock (`since` comes from the caller), no Qt."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -31,6 +32,7 @@ AttentionKind = Literal[
     "reserve_low",
     "unsure_delivery",
     "inbound_failed",
+    "group_admission",
 ]
 KINDS: tuple[AttentionKind, ...] = (
     "question",
@@ -46,6 +48,7 @@ KINDS: tuple[AttentionKind, ...] = (
     "reserve_low",
     "unsure_delivery",
     "inbound_failed",
+    "group_admission",
 )
 Severity = Literal["info", "warn", "error"]  # the row's dot: grey, amber, red
 SEVERITIES: tuple[Severity, ...] = ("info", "warn", "error")
@@ -70,6 +73,7 @@ ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingPr
         "reserve_low": ("open",),  # the bot's settings, where the balance and its limit are shown
         "unsure_delivery": ("retry", "dismiss"),  # send it again, or it arrived
         "inbound_failed": ("retry", "dismiss"),  # hand it to chat again, or put it away
+        "group_admission": ("approve", "deny"),  # 允许 / 不允许 the bot to work in a group it was added to
     }
 )
 # Only warnings that nobody must act on can be put away by hand. What still asks
@@ -99,14 +103,17 @@ SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
         "reserve_low": "warn",
         "unsure_delivery": "warn",
         "inbound_failed": "error",
+        "group_admission": "warn",
     }
 )
-# docs/attention.md#order: questions and approvals (time-sensitive), failures, deliveries, the system (logins,
+# docs/attention.md#order: questions and approvals (time-sensitive; a group waiting to be admitted is one:
+# its messages wait for the answer), failures, deliveries, the system (logins,
 # stuck turns, budget), and last a rule in observe that has observed enough.
 GROUP_BY_KIND: Mapping[AttentionKind, int] = MappingProxyType(
     {
         "question": 0,
         "approval": 0,
+        "group_admission": 0,
         "task_failed": 1,
         "rule_paused": 1,
         "rule_failing": 1,
@@ -239,10 +246,13 @@ def lang_of(lang: str) -> Language:
 
 
 def action_label(item: AttentionItem, action: AttentionAction, lang: str = "zh") -> str:
-    """The button text of an action on an item, in the UI's language. What 'open' does depends on the
-    kind, so its button says so (docs/desktop.md#needs-you-view: [在这里查看], [打开规则])."""
-    if action == "open" and has_text(f"attention.open.{item.kind}"):
-        return text(as_language(lang), f"attention.open.{item.kind}")
+    """The button text of an action on an item, in the UI's language. A kind may word an action its own
+    way (`attention.<action>.<kind>`): what 'open' does depends on the kind, so its button says so
+    (docs/desktop.md#needs-you-view: [在这里查看], [打开规则]), and a group's approve and deny read [允许]
+    [不允许]. Otherwise the action's own words (`attention.action.<action>`)."""
+    own = f"attention.{action}.{item.kind}"
+    if has_text(own):
+        return text(as_language(lang), own)
     return text(as_language(lang), f"attention.action.{action}")
 
 
@@ -348,6 +358,44 @@ def approval_item(
         task_id=task_id,
         rule_id=rule_id,
         conversation_id=conversation_id,
+    )
+
+
+def group_key(channel_id: str, group_id: str) -> str:
+    """The key of a group's admission item: the channel and a digest of the group's id. A platform's group
+    id (DingTalk's openConversationId, `cidAbC+/xyz==`) may hold `+`, `/` and `=`, and an item id goes into
+    a URL path (`POST /api/attention/{id}/{action}`), so the id itself is never in it."""
+    digest = hashlib.sha256(group_id.encode("utf-8")).hexdigest()[:16]
+    return f"{channel_id}.{digest}"
+
+
+def group_admission_item(
+    channel_id: str,
+    group_id: str,
+    bot_id: str,
+    bot_name: str,
+    group_title: str,
+    since: float,
+    *,
+    lang: str = "zh",
+) -> AttentionItem:
+    """A group chat the bot was added to that waits for the owner's word (docs/channels.md#groups):
+    「哒哒 被拉进了群「测试群」,要在这个群里工作吗?」 with [允许] [不允许]. 'approve' lets the bot work there
+    (what waited is handed on), 'deny' keeps it silent there. Pushed: it asks the person."""
+    title = " ".join(group_title.split())
+    bot = bot_name.strip() or bot_id
+    subject = (
+        _text(lang, "group_admission", bot=bot, title=title)
+        if title
+        else _text(lang, "group_admission_untitled", bot=bot)
+    )
+    return _item(
+        "group_admission",
+        group_key(channel_id, group_id),
+        bot_id=bot_id,
+        subject=subject,
+        line=_text(lang, "group_admission_line"),
+        since=since,
     )
 
 

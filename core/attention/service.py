@@ -8,7 +8,7 @@ goes away by itself when its cause is gone (docs/attention.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from core.attention.approval_center import ApprovalCenter
@@ -21,6 +21,8 @@ from core.attention.items import (
     channel_login_item,
     check_answer,
     failed_task_item,
+    group_admission_item,
+    group_key,
     inbound_failed_item,
     observe_ready_item,
     ordered,
@@ -35,7 +37,7 @@ from core.attention.items import (
 )
 from core.attention.routing import AnswerError
 from core.channels.inbox import words_of
-from core.channels.service import ExpiredLogin, SetAside
+from core.channels.service import AskedGroup, ExpiredLogin, SetAside
 from core.chat.service import ChatService
 from core.clock import Clock
 from core.cost.reserve import ReserveWatcher
@@ -52,13 +54,24 @@ RETRY_TEXT = "The user asked you to try again. Look at what went wrong last time
 
 
 class ExpiredLogins(Protocol):
-    """Channels whose login is gone (the ChannelService)."""
+    """What of the channels waits for a person (the ChannelService): logins that are gone, messages set
+    aside, and groups the bot was added to that wait for the owner's word."""
 
     async def expired_logins(self) -> Sequence[ExpiredLogin]: ...
 
     async def set_aside(self) -> Sequence[SetAside]: ...
 
     async def settle_set_aside(self, inbound_id: int, *, again: bool) -> None: ...
+
+    async def asked_groups(self) -> Sequence[AskedGroup]: ...
+
+    async def admit_group(self, bot_id: str, channel_id: str, group_id: str, *, allowed: bool) -> object: ...
+
+
+class BotNames(Protocol):
+    """Bot id -> name (the BotService), for rows that name their bot in words."""
+
+    async def names(self) -> Mapping[str, str]: ...
 
 
 class AttentionService:
@@ -72,8 +85,10 @@ class AttentionService:
         rules: RuleCommands | None = None,
         reserve: ReserveWatcher | None = None,
         channels: ExpiredLogins | None = None,
+        bots: BotNames | None = None,
     ) -> None:
         self._tasks = tasks
+        self._bots = bots
         self._reserve = reserve
         self._rules = rules
         self._approvals = approvals
@@ -200,6 +215,20 @@ class AttentionService:
                         lang=lang,
                     )
                 )
+            asked = await self._channels.asked_groups()
+            names = await self._bots.names() if asked and self._bots is not None else {}
+            for group in asked:
+                found.append(
+                    group_admission_item(
+                        group.channel_id,
+                        group.group_id,
+                        group.bot_id,
+                        names.get(group.bot_id, ""),  # the bot's id when there is no name to show
+                        group.title,
+                        group.since,
+                        lang=lang,
+                    )
+                )
         stuck: dict[str, list[DeliveryRecord]] = {}
         for delivery in await self._outbox.stuck():
             stuck.setdefault(delivery.conversation_id, []).append(delivery)
@@ -304,6 +333,8 @@ class AttentionService:
         if action in ("approve", "deny") and kind == "approval":
             await self._approvals.decide(key, action == "approve")
             return {"done": action, "taskId": item.task_id}
+        if kind == "group_admission" and action in ("approve", "deny") and self._channels is not None:
+            return await self._admit(key, action)
         if action == "retry" and kind == "rule_paused" and self._rules is not None:
             run_id = await self._rules.resume(key)
             return {"done": action, "ruleId": key, "runId": run_id}
@@ -327,6 +358,20 @@ class AttentionService:
             opened = {"done": action, "taskId": item.task_id, "conversationId": item.conversation_id}
             return {**opened, "ruleId": item.rule_id} if item.rule_id else opened
         raise ConflictError(f"{action!r} on {kind} is not available yet.")
+
+    async def _admit(self, key: str, action: str) -> dict[str, Any]:
+        """允许 / 不允许 on a group the bot was added to: the owner's word, as in the channel settings."""
+        assert self._channels is not None
+        group = next(
+            (g for g in await self._channels.asked_groups() if group_key(g.channel_id, g.group_id) == key),
+            None,
+        )
+        if group is None:  # decided meanwhile (in the channel's settings): the row is gone
+            raise NotFoundError("needs-you item", f"group_admission:{key}")
+        await self._channels.admit_group(
+            group.bot_id, group.channel_id, group.group_id, allowed=action == "approve"
+        )
+        return {"done": action, "channelId": group.channel_id, "botId": group.bot_id}
 
     async def _observe_answer(self, item: AttentionItem, answer: str) -> dict[str, Any]:
         """改为执行 puts the rule in act; 继续观察 stops asking for its current version."""

@@ -57,6 +57,7 @@ from core.store import bots as bot_rows
 from core.store import channels as channel_rows
 from core.store.channels import ChannelRecord, InboundRecord
 from core.store.database import Database
+from core.store.errors import NotFoundError as StoreNotFound
 
 if TYPE_CHECKING:
     from core.channels.telegram.api import TelegramApi
@@ -259,9 +260,12 @@ class ChannelService:
         there is handed on now; refused, it is put away and the bot stays silent there. Either may be
         changed later. NotFoundError for a group the channel was never added to."""
         await self._channel(bot_id, channel_id)
-        held = await self._db.write(
-            lambda s: channel_rows.set_admission(s, channel_id, group_id, allowed=allowed)
-        )
+        try:
+            held = await self._db.write(
+                lambda s: channel_rows.set_admission(s, channel_id, group_id, allowed=allowed)
+            )
+        except StoreNotFound:
+            raise NotFoundError("group", group_id) from None
         log.info(
             "channel %s: group %s %s (%d messages waited)",
             channel_id,

@@ -403,7 +403,7 @@ def ask_admission(s: Session, channel_id: str, peer: str) -> bool:
     wait, marked WAITING); whether this is the first time (the caller then tells needs-you)."""
     row = s.get(ChannelPeerRow, (channel_id, peer))
     if row is None:
-        row = ChannelPeerRow(channel_id=channel_id, peer=peer)
+        row = ChannelPeerRow(channel_id=channel_id, peer=peer, admission="")
         s.add(row)
     first = row.admission == ""
     if first:

@@ -34,12 +34,14 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from sqlalchemy.orm import Session
 
 from core.api.server import LINGER_S, ApiServer
 from core.clock import FakeClock
 from core.host import Host
 from core.ids import new_id
 from core.store import channels as channel_rows
+from core.store.models import ChannelPeerRow
 from tests.fakes.fake_feishu import FakeFeishu
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore
@@ -94,6 +96,7 @@ class Seed:
     model_url: str
     action: str = "answer"
     channel: str = ""
+    group: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,9 @@ class Route:
 SCHEDULE = {"kind": "weekly", "days": [0, 2], "time": "09:30", "tz": "Asia/Shanghai"}
 PRICE = {"input": 1, "output": "2.5", "cacheRead": 0.1, "cacheWrite": 1, "currency": "USD"}
 FEISHU_APP, FEISHU_SECRET = "cli_sweep0000000001", "sweep-secret"
+SEED_GROUP = "cidSeed+/Group=="
 UNKNOWN_IDS = {
+    "group": "cidNever+/Added==",
     "bot": "b_000000000000",
     "conversation": "c_000000000000",
     "task": "t_000000000000",
@@ -185,6 +190,12 @@ ROUTES: dict[tuple[str, str], Route] = {
         ],
     ),
     ("GET", "/api/bots/{id}/channels/{channel}"): Route(params={"id": "bot", "channel": "channel"}),
+    ("PUT", "/api/bots/{id}/channels/{channel}/groups/{group}"): Route(
+        params={"id": "bot", "channel": "channel", "group": "group"},
+        body=lambda s: {"admitted": True},
+        fields=(Field(("admitted",), "bool", required=True),),
+        strict=True,
+    ),
     ("PUT", "/api/bots/{id}/channels/{channel}"): Route(
         params={"id": "bot", "channel": "channel"},
         body=lambda s: {"allowed": ["friend@im.wechat"]},
@@ -948,9 +959,14 @@ class Sweep:
         price = await client.put("/api/prices/seed-model", json=PRICE)
         assert (rule.status_code, price.status_code) == (201, 200), (rule.text, price.text)
         channel = new_id("ch")  # stored as a login leaves it, without reaching a platform
-        await self.host.db.write(
-            lambda s: channel_rows.insert_channel(s, id=channel, bot_id=bot, kind="wechat", now=1.0)
-        )
+
+        def stored(s: Session) -> None:
+            channel_rows.insert_channel(s, id=channel, bot_id=bot, kind="wechat", now=1.0)
+            s.add(ChannelPeerRow(channel_id=channel, peer=SEED_GROUP, title="Seed group"))
+            s.flush()
+            channel_rows.ask_admission(s, channel, SEED_GROUP)  # a group it was added to
+
+        await self.host.db.write(stored)
         return Seed(
             bot=bot,
             conversation=conversation,
@@ -961,6 +977,7 @@ class Sweep:
             item=item,
             model_url=self.model_url,
             channel=channel,
+            group=SEED_GROUP,
         )
 
 

@@ -22,6 +22,7 @@ from core.attention.items import (
     channel_login_item,
     check_answer,
     failed_task_item,
+    group_admission_item,
     inbound_failed_item,
     item_id,
     lang_of,
@@ -80,6 +81,7 @@ def one_of_each(since: float = NOW, lang: str = "zh") -> dict[str, AttentionItem
         reserve_item("b_or", "OpenRouter 限额 $10.00,剩余 $1.50,低于 20%", since, lang=lang),
         unsure_delivery_item("t_1:result", "c_wx", "b_yy", "微信", "报告写好了", since, lang=lang),
         inbound_failed_item(7, "b_yy", "微信", "帮我看看", since, lang=lang),
+        group_admission_item("ch_dt", "cidAbC+/xyz==", "b_dd", "哒哒", "测试群", since, lang=lang),
     ]
     return {item.kind: item for item in items}
 
@@ -93,7 +95,7 @@ def test_the_needs_you_order_across_all_kinds() -> None:
     kinds = [item.kind for item in ordered(items)]
     # questions and approvals, failures, deliveries, the system (logins, stuck turns, budget), observe
     groups = [
-        {"question", "approval"},
+        {"question", "approval", "group_admission"},
         {"task_failed", "rule_paused", "rule_failing"},
         {"undelivered", "unsure_delivery", "inbound_failed"},
         {"channel_login", "stuck_turn", "task_budget", "reserve_low"},
