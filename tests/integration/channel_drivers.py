@@ -5,6 +5,7 @@ person. A new channel is an adapter, a fake and a driver here."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,11 +15,13 @@ import httpx
 
 from core.channels.feishu.cards import check_card
 from core.host import Host
+from tests.fakes.fake_dingtalk import FakeDingTalk
 from tests.fakes.fake_feishu import FakeFeishu
 from tests.fakes.fake_ilink import FakeILink
 from tests.fakes.fake_telegram import FakeTelegram
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore
+from tests.integration import dingtalk_fixtures as dingtalk_kit
 from tests.integration import feishu_fixtures as feishu_kit
 from tests.integration import telegram_fixtures as telegram_kit
 from tests.integration.wechat_fixtures import connect_wechat, wechat_host
@@ -42,6 +45,11 @@ class Driver(Protocol):
 
     def fail_next_send(self) -> None:
         """The next send is refused by the platform with a server error (it did not take it)."""
+        ...
+
+    async def choose(self, words: str, option: str) -> None:
+        """The owner picks `option` of the question sent with `words`, the channel's own way: its button
+        (Feishu, DingTalk, Telegram), or the option's number as a reply (WeChat)."""
         ...
 
     def delivered(self) -> list[str]:
@@ -91,6 +99,11 @@ class WeChatDriver:
     def delivered(self) -> list[str]:
         return [s.message.text for s in self.fake.sent]
 
+    async def choose(self, words: str, option: str) -> None:
+        [asked] = [said for said in self.delivered() if words in said]
+        [number] = [line.split(".")[0] for line in asked.splitlines() if line.endswith(f". {option}")]
+        await self.owner_says(number)
+
     async def connect_refused(self, client: httpx.AsyncClient, host: Host) -> str:
         self.fake.qr_script = ["wait", "expired", "expired", "expired"]  # WeChat's refusal: no scan
         bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
@@ -136,6 +149,14 @@ class FeishuDriver:
     def delivered(self) -> list[str]:
         return [feishu_kit.words_of(s) for s in self.fake.sent]
 
+    async def choose(self, words: str, option: str) -> None:
+        [card] = [s for s in self.fake.sent if words in feishu_kit.words_of(s)]
+        value = dict(feishu_kit.buttons_of(card))[option]
+        press = self.fake.card_action_event(
+            operator=feishu_kit.OWNER, message_id=card.message_id, chat_id=feishu_kit.P2P, value=value
+        )
+        await self.fake.push(press)
+
     async def connect_refused(self, client: httpx.AsyncClient, host: Host) -> str:
         bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
         body = feishu_kit.app_of(self.fake, appSecret="not-the-secret")
@@ -174,6 +195,18 @@ class TelegramDriver:
     def fail_next_send(self) -> None:
         self.fake.fail_sends(1, status=500)
 
+    async def choose(self, words: str, option: str) -> None:
+        [asked] = [s for s in self.fake.sent if words in s.text]
+        assert asked.reply_markup is not None, asked
+        [data] = [
+            b["callback_data"]
+            for row in asked.reply_markup["inline_keyboard"]
+            for b in row
+            if b["text"] == option
+        ]
+        owner = telegram_kit.OWNER
+        self.fake.press(chat_id=owner, user_id=owner, message_id=asked.message_id, data=data)
+
     def delivered(self) -> list[str]:
         pairing = ("配对好了", "还没配对")
         return [s.text for s in self.fake.sent if not s.text.startswith(pairing)]
@@ -182,6 +215,54 @@ class TelegramDriver:
         bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
         wrong = "987654321:AAH-not-the-token-000000000000000000"
         r = await client.post(f"/api/bots/{bot}/channels", json={"kind": "telegram", "token": wrong})
+        assert r.status_code == 400, r.text
+        return str(r.json()["error"]["message"])
+
+    def secrets(self) -> dict[str, str]:
+        return dict(self._secrets.values)
+
+
+class DingTalkDriver:
+    name = "dingtalk"
+
+    def __init__(self, fake: FakeDingTalk) -> None:
+        self.fake = fake
+        self._secrets = MemorySecretStore()
+        self._last: dict[str, Any] = {}
+
+    def host(self, tmp_path: Path, model_server: ScriptedModelServer, home: Path) -> Host:
+        return dingtalk_kit.dingtalk_host(tmp_path, model_server, home, self.fake, self._secrets)
+
+    async def connect(self, client: httpx.AsyncClient, host: Host) -> None:
+        await dingtalk_kit.connect(client, self.fake)  # the owner is who writes first, one-to-one
+
+    async def owner_says(self, text: str) -> None:
+        await self.fake.user_says(text, staff_id=dingtalk_kit.OWNER)
+        self._last = copy.deepcopy(self.fake.frames_pushed[-1])
+
+    async def deliver_again(self) -> None:
+        # The same robot message (its msgId) in a new frame: over the next connection after a disconnect.
+        again = copy.deepcopy(self._last)
+        again["headers"]["messageId"] = f"{again['headers']['messageId']}-again"
+        await self.fake.push_raw(again)
+
+    def fail_next_send(self) -> None:
+        self.fake.fail_sends(1, status=500)
+
+    def delivered(self) -> list[str]:
+        return [s.text if s.card is None else f"{s.text} {s.card}" for s in self.fake.sent]
+
+    async def choose(self, words: str, option: str) -> None:
+        [card] = [s for s in self.fake.sent if s.card is not None and words in str(s.card)]
+        assert card.card is not None
+        actions = [a for c in card.card["contents"] if c.get("type") == "action" for a in c["actions"]]
+        [action] = [a["id"] for a in actions if a["label"]["text"] == option]
+        await self.fake.press(card.card_biz_id, action, staff_id=dingtalk_kit.OWNER)
+
+    async def connect_refused(self, client: httpx.AsyncClient, host: Host) -> str:
+        bot = (await client.get("/api/bots")).json()["bots"][0]["id"]
+        body = dingtalk_kit.app_of(self.fake, appSecret="not-the-secret")
+        r = await client.post(f"/api/bots/{bot}/channels", json=body)
         assert r.status_code == 400, r.text
         return str(r.json()["error"]["message"])
 
@@ -199,6 +280,9 @@ async def driver_for(name: str) -> AsyncIterator[Driver]:
     elif name == "feishu":
         async with FakeFeishu(card_checker=check_card) as feishu:
             yield FeishuDriver(feishu)
+    elif name == "dingtalk":
+        async with FakeDingTalk() as dingtalk:
+            yield DingTalkDriver(dingtalk)
     elif name == "telegram":
         async with FakeTelegram() as telegram:
             yield TelegramDriver(telegram)
@@ -206,4 +290,4 @@ async def driver_for(name: str) -> AsyncIterator[Driver]:
         raise ValueError(f"no driver for {name!r}")
 
 
-CHANNELS = ("wechat", "feishu", "telegram")
+CHANNELS = ("wechat", "feishu", "dingtalk", "telegram")

@@ -1,7 +1,8 @@
 """What every chat channel does, through the real host, the channel's real SDK or client and its fake
 (docs/channels.md): a message is answered in the same conversation; the platform delivering it again
-changes nothing; a send the platform refused is retried and reaches the person once; credentials the
-platform refuses are said to be refused and nothing is kept. Each channel is
+changes nothing; a send the platform refused is retried and reaches the person once; a task's question is
+answered the channel's own way and the task goes on; credentials the platform refuses are said to be
+refused and nothing is kept. Each channel is
 driven by its driver in `channel_drivers.py`."""
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from core.host import Host
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.integration.channel_drivers import CHANNELS, Driver, driver_for
 from tests.integration.host_fixtures import running_api
-from tests.integration.task_script import SessionScript
+from tests.integration.task_script import SessionScript, report
 from tests.waiting import wait_until
 
 
@@ -68,6 +69,32 @@ async def test_a_send_the_platform_refused_is_retried_and_reaches_the_person_onc
             await _reached(host, driver, "重试后的回复。", timeout=30)  # the outbox tries again after 5 s
             assert _count(driver, "重试后的回复。") == 1
             assert (await client.get("/api/attention")).json()["items"] == []
+        await host.stop()
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_a_task_s_question_is_answered_the_channel_s_own_way_and_the_task_goes_on(
+    channel: str, tmp_path: Path, model_server: ScriptedModelServer, home: Path, script: SessionScript
+) -> None:
+    title = "Compare GPU prices"
+    start = ToolCallSpec("task_start", {"title": title, "brief": "比较三家云的 GPU 价格"})
+    script.add("chat", [Reply.tool_calls([start]), Reply.text("好,后台开始调研。")])
+    asked = report("needs_you", "basis", question="包月价还是按小时价?", options=["包月价", "按小时价"])
+    script.add(title, [asked, Reply.text("等你的回答。")])
+    async with driver_for(channel) as driver:
+        host = driver.host(tmp_path, model_server, home)
+        async with running_api(host) as client:
+            await driver.connect(client, host)
+            await driver.owner_says("帮我比较一下 GPU 价格")
+            await _reached(host, driver, "包月价还是按小时价?")
+            script.add(title, [report("done", "hourly", message="按小时价比较好了。")])
+            await driver.choose("包月价还是按小时价?", "按小时价")
+            await _reached(host, driver, "按小时价比较好了。")
+            answered = [t for t in script.user_texts(title, -1) if "The user answered" in t]
+            assert len(answered) == 1 and "按小时价" in answered[0]
+            assert _count(driver, "按小时价比较好了。") == 1
+            assert (await client.get("/api/attention")).json()["items"] == []
+            assert len(script.requests["chat"]) == 2  # the answer went to the task, not to chat
         await host.stop()
 
 
