@@ -5,7 +5,8 @@ bot", each group only when it has something:
          GPU 价格调研等你回答
     渠道      ● 桌面          已连接
               ● 微信 · wxid_a1 已连接      each of the bot's channels (ui.channel_rows), then
-              + 连接微信  + 连接飞书         side by side under the group
+              + 连接微信  + 连接飞书        side by side under the group, flowing onto the next line
+              + 连接钉钉  + 连接 Telegram   when the panel is too narrow
     待审批    this bot's approvals, [批准一次] [拒绝] inline (the needs-you row)
     任务      working tasks, then those that need you; then rules; then 「已结束 3 ▸」, which unfolds
               the ended tasks of the last 30 days
@@ -25,14 +26,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QLayout,
-    QLayoutItem,
     QPushButton,
     QScrollArea,
     QStackedWidget,
@@ -54,6 +53,7 @@ from ui.bot_list import bot_avatar
 from ui.channel_rows import BotChannels, PanelChannelRow
 from ui.elided_text import ElidedText
 from ui.i18n import language, t
+from ui.link_flow import LinkFlow
 from ui.reloader import Reloader
 from ui.row_actions import RowActions
 from ui.rule_detail import RuleDetailBody
@@ -93,70 +93,6 @@ def separator(parent: QWidget) -> QFrame:
     line.setObjectName("taskRowLine")
     line.setFixedHeight(1)
     return line
-
-
-class LinkFlow(QLayout):
-    """Quiet links side by side while they fit; in a panel too narrow for that, each that does not fit goes
-    under the one before, so none is ever cut."""
-
-    def __init__(self, parent: QWidget, spacing: int, line_spacing: int) -> None:
-        super().__init__(parent)
-        self._items: list[QLayoutItem] = []
-        self._spacing = spacing
-        self._line_spacing = line_spacing
-        self.setContentsMargins(0, 0, 0, 0)
-
-    def addItem(self, item: QLayoutItem) -> None:
-        self._items.append(item)
-
-    def count(self) -> int:
-        return len(self._items)
-
-    def itemAt(self, index: int) -> QLayoutItem | None:
-        return self._items[index] if 0 <= index < len(self._items) else None
-
-    def takeAt(self, index: int) -> QLayoutItem | None:
-        return self._items.pop(index) if 0 <= index < len(self._items) else None
-
-    def expandingDirections(self) -> Qt.Orientation:
-        return Qt.Orientation(0)
-
-    def hasHeightForWidth(self) -> bool:
-        return True
-
-    def heightForWidth(self, width: int) -> int:
-        return self._place(QRect(0, 0, width, 0), move=False)
-
-    def setGeometry(self, rect: QRect) -> None:
-        super().setGeometry(rect)
-        self._place(rect, move=True)
-
-    def sizeHint(self) -> QSize:
-        """All on one line."""
-        hints = [item.sizeHint() for item in self._shown()]
-        width = sum(h.width() for h in hints) + self._spacing * max(0, len(hints) - 1)
-        return QSize(width, max((h.height() for h in hints), default=0))
-
-    def minimumSize(self) -> QSize:
-        """The widest link: narrower than all of them side by side, as they can go one under another."""
-        hints = [item.sizeHint() for item in self._shown()]
-        return QSize(max((h.width() for h in hints), default=0), max((h.height() for h in hints), default=0))
-
-    def _shown(self) -> list[QLayoutItem]:
-        return [item for item in self._items if not item.isEmpty()]
-
-    def _place(self, rect: QRect, move: bool) -> int:
-        """Lay the links out in `rect` (only measure when not `move`); the height they take."""
-        x, y, line = rect.x(), rect.y(), 0
-        for item in self._shown():
-            hint = item.sizeHint()
-            if x > rect.x() and x + hint.width() > rect.x() + rect.width():
-                x, y, line = rect.x(), y + line + self._line_spacing, 0
-            if move:
-                item.setGeometry(QRect(QPoint(x, y), hint))
-            x += hint.width() + self._spacing
-            line = max(line, hint.height())
-        return y + line - rect.y()
 
 
 class PanelTaskRow(PressableRow):
@@ -240,6 +176,8 @@ class BotPanel(QWidget):
     channelLoginRequested = Signal(str, str, bool)
     # 连接飞书 in 渠道 (bot id): the window opens the Feishu connect dialog.
     feishuConnectRequested = Signal(str)
+    # 连接钉钉 in 渠道 (bot id): the window opens the DingTalk connect dialog.
+    dingtalkConnectRequested = Signal(str)
     # 连接 Telegram in 渠道 (bot id): the window opens the Telegram connect dialog.
     telegramConnectRequested = Signal(str)
 
@@ -410,16 +348,18 @@ class BotPanel(QWidget):
         self.desktop_row = PanelChannelRow(None, self._channels_well)
         self._channels_layout.addWidget(self.desktop_row)
         self.channel_rows: list[PanelChannelRow] = []
-        # 「+ 连接微信  + 连接飞书  + 连接 Telegram」: quiet links under the well, side by side (flowing onto
-        # the next line in a panel too narrow for all); only with a ChannelFacade.
+        # 「+ 连接微信  + 连接飞书  + 连接钉钉  + 连接 Telegram」: quiet links under the well, side by side
+        # (flowing onto the next line in a panel too narrow for all); only with a ChannelFacade.
         self.connect_row = QWidget(self.channels_group)
         self.connect_row.setObjectName("panelConnectRow")
         self.connect_wechat_button = self._connect_link(t("panel.connect_wechat"), self.connect_wechat)
         self.connect_feishu_button = self._connect_link(t("panel.connect_feishu"), self.connect_feishu)
+        self.connect_dingtalk_button = self._connect_link(t("panel.connect_dingtalk"), self.connect_dingtalk)
         self.connect_telegram_button = self._connect_link(t("panel.connect_telegram"), self.connect_telegram)
         links = LinkFlow(self.connect_row, spacing=6, line_spacing=2)
         links.addWidget(self.connect_wechat_button)
         links.addWidget(self.connect_feishu_button)
+        links.addWidget(self.connect_dingtalk_button)
         links.addWidget(self.connect_telegram_button)
         self.connect_row.setVisible(self._channel_reader is not None)
         group_layout = self.channels_group.layout()
@@ -467,6 +407,11 @@ class BotPanel(QWidget):
         """连接飞书: ask the window for the Feishu connect dialog on this bot."""
         if self.bot_id is not None and self._channel_reader is not None:
             self.feishuConnectRequested.emit(self.bot_id)
+
+    def connect_dingtalk(self) -> None:
+        """连接钉钉: ask the window for the DingTalk connect dialog on this bot."""
+        if self.bot_id is not None and self._channel_reader is not None:
+            self.dingtalkConnectRequested.emit(self.bot_id)
 
     def connect_telegram(self) -> None:
         """连接 Telegram: ask the window for the Telegram connect dialog on this bot."""

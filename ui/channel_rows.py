@@ -12,6 +12,7 @@
       catch-up found 2 messages the connection missed
     ● Telegram · @errand_bot                等待配对      amber: nobody sent the pairing code yet
       发送 /start 123456 配对
+    ● 钉钉 · dingabc123                       已连接      a DingTalk app goes by its AppKey (no robot name)
 
 `BotChannels` reads one bot's channels through the ChannelFacade while the view is shown and says `changed`
 when they differ; the words and dots live here so both places say the same thing.
@@ -43,13 +44,14 @@ TROUBLED = ("reconnecting", "unhealthy")
 FAILED = ("login_expired", "error")
 # A login that is still asking the person for something: its code can be shown again.
 LIVE_LOGIN = ("wait", "scanned", "need_verify_code")
-# The channels logged in by scanning a QR code; the others (Feishu) connect with an app's credentials.
+# The channels logged in by scanning a QR code; the others (Feishu, DingTalk) connect with an app's
+# credentials, Telegram with a bot token.
 QR_KINDS = ("wechat",)
 
 
 def kind_name(kind: str) -> str:
-    """「微信」 for wechat, 「飞书」 for feishu, 「Telegram」 for telegram, 「桌面」 for the desktop; an
-    unknown kind as it is spelt."""
+    """「微信」 for wechat, 「飞书」 for feishu, 「钉钉」 for dingtalk, 「Telegram」 for telegram,
+    「桌面」 for the desktop; an unknown kind as it is spelt."""
     if kind == "desktop":
         return t("task.channel.desktop")
     key = f"channel.{kind}"
@@ -67,7 +69,8 @@ def platform_name(view: ChannelView) -> str:
 def channel_title(view: ChannelView) -> str:
     """「微信 · wxid_a1b2c3」, or just 「微信」 before an account is known. The account's @domain adds
     nothing a person recognises. A Feishu app's bot goes by its own name (「飞书 · Errand Bot」), else by
-    the app id; a Telegram bot by its @username (「Telegram · @errand_bot」)."""
+    the app id; a DingTalk app, which tells no robot name, by its AppKey (「钉钉 · dingabc123」); a
+    Telegram bot by its @username (「Telegram · @errand_bot」)."""
     account = view.name or view.account.split("@", 1)[0]
     return f"{platform_name(view)} · {account}" if account else platform_name(view)
 

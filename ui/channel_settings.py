@@ -1,5 +1,5 @@
 """Bot settings' 渠道 section (docs/desktop.md#channels): the bot's channels, each with what can be done to
-it, and 连接微信, 连接飞书 and 连接 Telegram at the end:
+it, and 连接微信, 连接飞书, 连接钉钉 and 连接 Telegram at the end:
 
     渠道    ● 微信 · wxid_a1b2c3   已连接                              [移除]
             ● 微信 · wxid_d4e5f6   登录已过期               [重新扫码] [移除]
@@ -8,10 +8,16 @@ it, and 连接微信, 连接飞书 and 连接 Telegram at the end:
             ● 飞书 · Errand Bot    正在重连                            [移除]
             ● Telegram · @errand_bot  等待配对                         [移除]
               发送 /start 123456 配对
-            [连接微信] [连接飞书] [连接 Telegram]    ui.feishu_connect_dialog, ui.telegram_connect_dialog
+            ● 钉钉 · dingabc123   已连接                               [移除]
+              群聊                                       the groups it was added to (ui.channel_groups)
+              ● 产品讨论群                 等你允许           [允许] [不允许]
+              ● 运维值班群                   已允许                  [不允许]
+            [连接微信] [连接飞书] [连接钉钉] [连接 Telegram]
+                      ui.feishu_connect_dialog, ui.dingtalk_connect_dialog, ui.telegram_connect_dialog
 
-Everything here acts at once through the ChannelFacade (a login, a removal), not on the dialog's Save:
-a channel is not a setting that waits. The section re-reads on the bridge's `channelChanged`.
+Everything here acts at once through the ChannelFacade (a login, a removal, a group allowed or not), not on
+the dialog's Save: a channel is not a setting that waits. The section re-reads on the bridge's
+`channelChanged`.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from core.channels.service import ChannelView
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
+from ui.channel_groups import GroupList
 from ui.channel_rows import (
     QR_KINDS,
     BotChannels,
@@ -40,10 +47,12 @@ from ui.channel_rows import (
     status_words,
 )
 from ui.delete_confirm import DeleteConfirm
+from ui.dingtalk_connect_dialog import DingTalkConnectDialog, open_dingtalk_connect
 from ui.elided_text import ElidedText
 from ui.feishu_connect_dialog import FeishuConnectDialog, open_feishu_connect
 from ui.form import Section, button, small_label
 from ui.i18n import t
+from ui.link_flow import LinkFlow
 from ui.status_dot import StatusDot
 from ui.telegram_connect_dialog import TelegramConnectDialog, open_telegram_connect
 from ui.wechat_login_dialog import WeChatLoginDialog, open_wechat_login
@@ -108,6 +117,14 @@ class SettingsChannelRow(QWidget):
         column.setSpacing(6)
         column.addLayout(line)
         column.addWidget(self.reason_label)
+        # Only DingTalk asks before it works in a group: its groups wait here for the owner's word.
+        self.groups: GroupList | None = None
+        if view.kind == "dingtalk":
+            self.groups = GroupList(
+                view.groups, lambda group_id, allowed: section.admit(view.id, group_id, allowed), self
+            )
+            self.groups.setContentsMargins(self.dot.sizeHint().width() + 8, 0, 0, 0)
+            column.addWidget(self.groups)
         column.addWidget(self.confirm)
         self.setAccessibleName(f"{channel_title(view)} · {status_words(view)}")
 
@@ -142,26 +159,30 @@ class ChannelSection(Section):
         self.login_dialog: WeChatLoginDialog | None = None
         self.feishu_dialog: FeishuConnectDialog | None = None
         self.telegram_dialog: TelegramConnectDialog | None = None
+        self.dingtalk_dialog: DingTalkConnectDialog | None = None
         self.none_label = small_label(t("channels.none"), "faint", "settingsHint", self.well)
         self.connect_button = button(t("channels.connect_wechat"), self.well)
         self.connect_button.clicked.connect(lambda _checked=False: self.open_login(""))
         self.connect_feishu_button = button(t("channels.connect_feishu"), self.well)
         self.connect_feishu_button.clicked.connect(lambda _checked=False: self.open_feishu())
+        self.connect_dingtalk_button = button(t("channels.connect_dingtalk"), self.well)
+        self.connect_dingtalk_button.clicked.connect(lambda _checked=False: self.open_dingtalk())
         self.connect_telegram_button = button(t("channels.connect_telegram"), self.well)
         self.connect_telegram_button.clicked.connect(lambda _checked=False: self.open_telegram())
         self.error = small_label("", "danger", "settingsError", self.well)
         self._tail = QWidget(self.well)
-        buttons = QHBoxLayout()
-        buttons.setSpacing(8)
+        # Side by side while they fit; a narrow window (or longer English words) puts them on two lines.
+        self.connect_row = QWidget(self.well)
+        buttons = LinkFlow(self.connect_row, spacing=8, line_spacing=8)
         buttons.addWidget(self.connect_button)
         buttons.addWidget(self.connect_feishu_button)
+        buttons.addWidget(self.connect_dingtalk_button)
         buttons.addWidget(self.connect_telegram_button)
-        buttons.addStretch(1)
         tail = QVBoxLayout(self._tail)
         tail.setContentsMargins(14, 10, 14, 10)
         tail.setSpacing(6)
         tail.addWidget(self.none_label)
-        tail.addLayout(buttons)
+        tail.addWidget(self.connect_row)
         tail.addWidget(self.error)
         self.add(self._tail)
         if changed is not None:
@@ -178,7 +199,7 @@ class ChannelSection(Section):
         self._shut = True  # a dialog closed from here on is not followed by a read
         self._reader.reset()
         self._calls.cancel_all()
-        for dialog in (self.login_dialog, self.feishu_dialog, self.telegram_dialog):
+        for dialog in (self.login_dialog, self.feishu_dialog, self.dingtalk_dialog, self.telegram_dialog):
             if dialog is not None:
                 with contextlib.suppress(RuntimeError):  # gone with the settings dialog already
                     dialog.reject()
@@ -215,6 +236,16 @@ class ChannelSection(Section):
         self.feishu_dialog = dialog
         return dialog
 
+    def open_dingtalk(self) -> DingTalkConnectDialog:
+        """连接钉钉: the app's credentials, checked and connected in the dialog; the list follows on close."""
+        if self.dingtalk_dialog is not None:
+            self.dingtalk_dialog.raise_()
+            return self.dingtalk_dialog
+        dialog = open_dingtalk_connect(self._channels, self._bot_id, self._calls, parent=self.window())
+        dialog.finished.connect(lambda _result: self._dingtalk_closed(dialog))
+        self.dingtalk_dialog = dialog
+        return dialog
+
     def open_telegram(self) -> TelegramConnectDialog:
         """连接 Telegram: the bot's token connected in the dialog, which then waits for the pairing."""
         if self.telegram_dialog is not None:
@@ -235,6 +266,15 @@ class ChannelSection(Section):
             self._channels.remove(self._bot_id, channel_id),
             done=lambda _none: self.load(),
             failed=lambda exc: self._not_removed(channel_id, exc),
+        )
+
+    def admit(self, channel_id: str, group_id: str, allowed: bool) -> None:
+        """允许 or 不允许 on one of a DingTalk channel's groups; the rows are read again once it is done."""
+        self.error.hide()
+        self._calls.start(
+            self._channels.admit_group(self._bot_id, channel_id, group_id, allowed=allowed),
+            done=lambda _view: self.load(),
+            failed=lambda exc: self._not_admitted(channel_id, group_id, exc),
         )
 
     # -- showing ---------------------------------------------------------------------------------------
@@ -269,6 +309,14 @@ class ChannelSection(Section):
         log.info("removing channel %s refused: %s", channel_id, reason(exc))
         self._say(t("channels.remove_failed", reason=reason(exc)))
 
+    def _not_admitted(self, channel_id: str, group_id: str, exc: Exception) -> None:
+        row = self.row(channel_id)
+        shown = row.groups.row(group_id) if row is not None and row.groups is not None else None
+        if shown is not None:
+            shown.set_busy(False)
+        log.info("admitting group %s of channel %s refused: %s", group_id, channel_id, reason(exc))
+        self._say(t("channels.group_failed", reason=reason(exc)))
+
     def _login_closed(self, dialog: WeChatLoginDialog) -> None:
         if self.login_dialog is dialog:
             self.login_dialog = None
@@ -284,5 +332,11 @@ class ChannelSection(Section):
     def _telegram_closed(self, dialog: TelegramConnectDialog) -> None:
         if self.telegram_dialog is dialog:
             self.telegram_dialog = None
+        if not self._shut:
+            self._reader.request()
+
+    def _dingtalk_closed(self, dialog: DingTalkConnectDialog) -> None:
+        if self.dingtalk_dialog is dialog:
+            self.dingtalk_dialog = None
         if not self._shut:
             self._reader.request()

@@ -9,8 +9,9 @@ With a TaskFacade, 任务 shows the task list in the right pane, and a task's de
 list, from a reply's task chip, or from needs-you; ‹ goes back. With a BotFacade, the chat header's ⓘ opens
 the bot's info panel beside the chat (`ui.bot_panel`), where a task opens in place. With a ChannelFacade,
 the panel's 渠道 and needs-you's 「微信登录已过期」 open the WeChat login dialog (`ui.wechat_login_dialog`),
-the panel's 连接飞书 the Feishu connect dialog (`ui.feishu_connect_dialog`) and its 连接 Telegram the Telegram
-one (`ui.telegram_connect_dialog`); one of each at a time.
+the panel's 连接飞书 the Feishu connect dialog (`ui.feishu_connect_dialog`), its 连接钉钉 the DingTalk one
+(`ui.dingtalk_connect_dialog`) and its 连接 Telegram the Telegram one (`ui.telegram_connect_dialog`); one of
+each at a time.
 
 Everything it shows is read through the facades and re-read when the EventBridge says something changed.
 Reads and commands run as tasks on the qasync loop; no slot ever waits for the core.
@@ -51,6 +52,7 @@ from ui.bot_panel import PANEL_WIDTH, BotPanel
 from ui.bridge import EventBridge
 from ui.chat_view import ChatView
 from ui.conversation_list import ConversationList
+from ui.dingtalk_connect_dialog import DingTalkConnectDialog, open_dingtalk_connect
 from ui.feishu_connect_dialog import FeishuConnectDialog, open_feishu_connect
 from ui.i18n import language, t
 from ui.icons import tinted_icon
@@ -111,6 +113,7 @@ class MainWindow(QMainWindow):
         self.login_dialog: WeChatLoginDialog | None = None
         self.feishu_dialog: FeishuConnectDialog | None = None
         self.telegram_dialog: TelegramConnectDialog | None = None
+        self.dingtalk_dialog: DingTalkConnectDialog | None = None
         sidebar = self._build_sidebar(tasks is not None)
         self.chat_view = ChatView(facade, self, attention=attention)
         self.pane = QStackedWidget(self)
@@ -234,6 +237,7 @@ class MainWindow(QMainWindow):
         self.bot_panel = BotPanel(tasks, attention, self, rules=rules, channels=channels)
         self.bot_panel.channelLoginRequested.connect(self.open_channel_login)
         self.bot_panel.feishuConnectRequested.connect(self.open_feishu)
+        self.bot_panel.dingtalkConnectRequested.connect(self.open_dingtalk)
         self.bot_panel.telegramConnectRequested.connect(self.open_telegram)
         self.bot_panel.setMinimumWidth(260)
         self.bot_panel.conversationOpened.connect(self.open_conversation)
@@ -480,6 +484,26 @@ class MainWindow(QMainWindow):
             # 渠道 is read again on close, as settings' section does (the add's ChannelChanged reads it too).
             self.bot_panel.on_channel_changed("")
 
+    def open_dingtalk(self, bot_id: str) -> DingTalkConnectDialog | None:
+        """The DingTalk connect dialog for a new channel of `bot_id` (the panel's 连接钉钉). One at a time: a
+        second ask brings the open one forward."""
+        if self._channels is None or not bot_id:
+            return None
+        if self.dingtalk_dialog is not None:
+            self.dingtalk_dialog.raise_()
+            self.dingtalk_dialog.activateWindow()
+            return self.dingtalk_dialog
+        dialog = open_dingtalk_connect(self._channels, bot_id, self._calls, parent=self)
+        dialog.finished.connect(lambda _result: self._dingtalk_closed(dialog))
+        self.dingtalk_dialog = dialog
+        return dialog
+
+    def _dingtalk_closed(self, dialog: DingTalkConnectDialog) -> None:
+        if self.dingtalk_dialog is dialog:
+            self.dingtalk_dialog = None
+        if self.bot_panel is not None:
+            self.bot_panel.on_channel_changed("")
+
     def open_telegram(self, bot_id: str) -> TelegramConnectDialog | None:
         """The Telegram connect dialog for a new channel of `bot_id` (the panel's 连接 Telegram). One at a
         time: a second ask brings the open one forward."""
@@ -529,7 +553,7 @@ class MainWindow(QMainWindow):
             self.bot_panel.shutdown()
         if self.needs_you is not None:
             self.needs_you.shutdown()
-        for dialog in (self.login_dialog, self.feishu_dialog, self.telegram_dialog):
+        for dialog in (self.login_dialog, self.feishu_dialog, self.dingtalk_dialog, self.telegram_dialog):
             if dialog is not None:
                 with contextlib.suppress(RuntimeError):  # gone with the window already
                     dialog.reject()

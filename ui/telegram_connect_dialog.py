@@ -18,11 +18,12 @@
     ● 配对后这里会显示已配对。                   then ● 已配对 ✓
                                           [关闭]  then [完成]
 
-连接 asks the ChannelFacade's `add(bot_id, "telegram", {"token": …})` on the loop (AsyncCalls), so the window
-never waits; while it runs the button says so and the field cannot be changed. An empty token, or one that
-does not look like BotFather's (`checked_token`), is refused here before anything is asked. A token
-Telegram refused is said under the field (`InvalidInputError.field == "token"`), anything else (Telegram out
-of reach: UnavailableError) above the buttons; every message has its room kept while empty.
+连接 asks the ChannelFacade's `add(bot_id, "telegram", {"token": …})` on the loop, so the window never waits
+(ui.connect_dialog: what the connect dialogs do alike); while it runs the button says so and the field
+cannot be changed. An empty token, or one that does not look like BotFather's (`checked_token`), is refused
+here before anything is asked. A token Telegram refused is said under the field
+(`InvalidInputError.field == "token"`), anything else (Telegram out of reach: UnavailableError) above the
+buttons; every message has its room kept while empty.
 
 After the add the dialog stays open on the pairing step and re-reads the channel whenever the bridge's
 `channelChanged` names it; once someone sent the code the channel has an owner and the dialog says 已配对.
@@ -34,13 +35,11 @@ removes it (`open_telegram_connect` wires this).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Literal
 
 from PySide6.QtCore import Qt, Signal, SignalInstance
-from PySide6.QtGui import QCloseEvent, QGuiApplication, QResizeEvent, QShowEvent
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -53,11 +52,12 @@ from PySide6.QtWidgets import (
 from core.channels.facade import ChannelFacade
 from core.channels.service import ChannelView
 from core.channels.telegram.config import checked_token
-from core.errors import InvalidInputError, UnavailableError
+from core.errors import InvalidInputError
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
-from ui.feishu_connect_dialog import ReservedLine
+from ui.connect_dialog import Abandon, ConnectDialog, open_connect
+from ui.connect_form import ReservedLine
 from ui.form import button, line_input, small_label
 from ui.i18n import t
 from ui.reloader import Reloader
@@ -66,7 +66,6 @@ from ui.wrapped_label import SELECTABLE, WrappedLabel
 
 log = logging.getLogger(__name__)
 
-KIND = "telegram"
 Step = Literal["token", "pairing", "paired"]
 
 
@@ -74,11 +73,14 @@ def start_command(code: str) -> str:
     return f"/start {code}"
 
 
-class TelegramConnectDialog(QDialog):
+class TelegramConnectDialog(ConnectDialog):
     """`connected(channel_id)` once the channel was added; `paired(channel_id)` once someone paired."""
 
-    connected = Signal(str)
     paired = Signal(str)
+
+    KIND = "telegram"
+    # The pairing step is shorter than the token's: the window follows it down too.
+    FIT_EXACTLY = True
 
     def __init__(
         self,
@@ -87,22 +89,13 @@ class TelegramConnectDialog(QDialog):
         parent: QWidget | None = None,
         *,
         changed: SignalInstance | None = None,
-        abandon: Callable[[str, str], None] | None = None,
+        abandon: Abandon | None = None,
     ) -> None:
         """`changed` is the bridge's `channelChanged`. `abandon(bot_id, channel_id)` is called for a channel
         whose `add` came back after the dialog closed, so the opener can remove it."""
-        super().__init__(parent)
-        self.setObjectName("telegramConnect")
-        self.setModal(True)
-        self.setWindowTitle(t("telegram.title"))
-        self._channels = channels
-        self._bot_id = bot_id
-        self._abandon = abandon
-        self._adds = AsyncCalls()  # 连接: not cancelled; a channel made after closing is abandoned
+        super().__init__(channels, bot_id, parent, abandon=abandon)
         self._reader: Reloader[ChannelView] = Reloader(self._load, self.show_view, self._read_failed)
         self._channel_id = ""
-        self._closed = False
-        self._busy = False
         self.step: Step = "token"
         self._build()
         if changed is not None:
@@ -126,6 +119,7 @@ class TelegramConnectDialog(QDialog):
         self.done_button = button(t("telegram.done"), self, "primary")
         self.done_button.clicked.connect(self.accept)
         self.done_button.hide()
+        self._asking = {self.connect_button: t("telegram.connect")}
         self.cancel_button.setAutoDefault(False)
         self.copy_button.setAutoDefault(False)
         self.connect_button.setDefault(True)  # Enter in the field connects
@@ -154,6 +148,8 @@ class TelegramConnectDialog(QDialog):
         # Telegram's own words about a refused token may run to two lines.
         self.token_error = ReservedLine("danger", "settingsError", 2, well)
         self.token_input.textEdited.connect(lambda _text: self.token_error.set_message(""))
+        self.inputs = {"token": self.token_input}
+        self.errors = {"token": self.token_error}
         self.token_hint = small_label(t("telegram.token_hint"), "faint", "telegramHint", well)
         self.token_hint.setTextInteractionFlags(SELECTABLE)
         label = QLabel(t("telegram.token"), well)
@@ -219,14 +215,6 @@ class TelegramConnectDialog(QDialog):
         return self.token_error.message()
 
     @property
-    def error_text(self) -> str:
-        return self.error.message()
-
-    @property
-    def busy(self) -> bool:
-        return self._busy
-
-    @property
     def command_text(self) -> str:
         """「/start 123456」 while waiting for the pairing."""
         return self.command_label.text()
@@ -252,10 +240,8 @@ class TelegramConnectDialog(QDialog):
             self.token_input.setFocus(Qt.FocusReason.OtherFocusReason)
             return
         self.token_error.set_message("")
-        self._set_busy(True)
-        self._adds.start(
-            self._channels.add(self._bot_id, KIND, {"token": token}), done=self._added, failed=self._refused
-        )
+        self._start_busy(self.connect_button, t("telegram.connecting"))
+        self._add({"token": token})
 
     def copy_command(self) -> None:
         clipboard = QGuiApplication.clipboard()
@@ -291,12 +277,6 @@ class TelegramConnectDialog(QDialog):
 
     # -- showing ---------------------------------------------------------------------------------------
 
-    def _set_busy(self, busy: bool) -> None:
-        self._busy = busy
-        self.connect_button.setEnabled(not busy)
-        self.connect_button.setText(t("telegram.connecting") if busy else t("telegram.connect"))
-        self.token_input.setReadOnly(busy)
-
     def _show_paired(self) -> None:
         self.step = "paired"
         self._reader.reset()
@@ -311,30 +291,13 @@ class TelegramConnectDialog(QDialog):
     # -- answers ---------------------------------------------------------------------------------------
 
     def _added(self, view: ChannelView) -> None:
-        if self._closed:
-            # Only Python state from here: the widget may be gone.
-            if self._abandon is not None:
-                self._abandon(self._bot_id, view.id)
-            return
-        self._set_busy(False)
+        """The channel is stored: the dialog goes on to the pairing step."""
         self._channel_id = view.id
         self.connected.emit(view.id)
         self.show_view(view)
         # What moved while the command ran is read again, so a pairing announced meanwhile is not missed.
         if self.step == "pairing":
             self._reader.request()
-
-    def _refused(self, exc: Exception) -> None:
-        if self._closed:
-            return
-        self._set_busy(False)
-        if isinstance(exc, InvalidInputError) and exc.field == "token":
-            self.token_error.set_message(reason(exc))
-            self.token_input.setFocus(Qt.FocusReason.OtherFocusReason)
-            return
-        if not isinstance(exc, InvalidInputError | UnavailableError):
-            log.info("telegram bot for bot %s refused: %s", self._bot_id, reason(exc))
-        self.error.set_message(t("telegram.add_failed", reason=reason(exc)))
 
     async def _load(self) -> ChannelView:
         return await self._channels.get(self._bot_id, self._channel_id)
@@ -343,43 +306,11 @@ class TelegramConnectDialog(QDialog):
         log.info("telegram channel %s not read: %s", self._channel_id, reason(exc))
         self.error.set_message(t("channels.load_failed", reason=reason(exc)))
 
-    # -- sizing ----------------------------------------------------------------------------------------
-
-    def showEvent(self, event: QShowEvent) -> None:
-        self._fit_height()
-        super().showEvent(event)
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        if event.size().width() != event.oldSize().width():
-            self._fit_height()
-
-    def _fit_height(self) -> None:
-        """Tall enough for every line at this width, and no taller once the pairing step replaced the
-        token's (a window's minimum height does not follow its wrapped text by itself)."""
-        layout = self.layout()
-        if layout is None:
-            return
-        layout.activate()
-        needed = (
-            layout.totalHeightForWidth(self.width())
-            if layout.hasHeightForWidth()
-            else layout.totalSizeHint().height()
-        )
-        self.setMinimumHeight(needed)
-        if self.height() != needed:
-            self.resize(self.width(), needed)
-
     # -- closing ---------------------------------------------------------------------------------------
 
-    def done(self, result: int) -> None:
+    def _stop_showing(self) -> None:
         self._reader.reset()
-        self._closed = True
-        super().done(result)
-
-    def closeEvent(self, event: QCloseEvent) -> None:
-        self._reader.reset()
-        super().closeEvent(event)
+        super()._stop_showing()
 
 
 def open_telegram_connect(
@@ -392,16 +323,8 @@ def open_telegram_connect(
 ) -> TelegramConnectDialog:
     """Open the dialog. A channel added after the person closed it is removed through `calls`, which belong
     to the opener and so outlive the dialog."""
-
-    def abandon(bot: str, channel: str) -> None:
-        calls.start(channels.remove(bot, channel), failed=lambda exc: _not_removed(channel, exc))
-
-    dialog = TelegramConnectDialog(channels, bot_id, parent, changed=changed, abandon=abandon)
-    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    dialog.open()
-    dialog.token_input.setFocus(Qt.FocusReason.OtherFocusReason)
-    return dialog
-
-
-def _not_removed(channel_id: str, exc: Exception) -> None:
-    log.warning("telegram channel %s given up on but not removed: %s", channel_id, reason(exc))
+    return open_connect(
+        lambda abandon: TelegramConnectDialog(channels, bot_id, parent, changed=changed, abandon=abandon),
+        channels,
+        calls,
+    )

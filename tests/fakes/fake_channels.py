@@ -4,9 +4,13 @@ Channels are set up by hand (`put`) or made by `add` as the real service makes t
 with a QR login whose first code is there. Feishu: its config checked field by field (an empty appId or
 appSecret, a domain other than feishu or lark, is refused with that field as the real service does), then
 `connected`, named by the config's "name" or "Errand Bot", the app id as its account; `check_app` checks the
-same way and answers an AppCheck with that name. Telegram: its {"token"} checked with the real
-`checked_token` (field token), then `connected` as @errand_test_bot, waiting for the pairing code "123456"
-until a test calls `pair`. A test then walks a WeChat login the way the platform
+same way and answers an AppCheck with that name. DingTalk: its {"appKey", "appSecret", "robotCode"} checked
+with the real `checked_app` (fields appKey, appSecret, robotCode), then `connected` with the AppKey as its
+account and no name (DingTalk tells none); `check_app` checks the same way and answers an empty AppCheck, as
+the real one does. A DingTalk channel's groups are set up with `add_group` and decided by `admit_group`.
+Telegram: its {"token"} checked with the real `checked_token` (field token), then `connected` as
+@errand_test_bot, waiting for the pairing code "123456" until a test calls `pair`. A test then walks a
+WeChat login the way the platform
 would: `scan`, `ask_verify_code`, `expire_code` (a new code, three in all, then the login fails as the real
 one does), `confirm`, `fail`; and moves a channel's own status with `connect`, `expire_login`, `set_error`
 and `set_status` (Feishu's reconnecting and unhealthy).
@@ -16,7 +20,8 @@ It publishes nothing itself: `on_change(callback)` is told the channel id after 
 hands that on (to the bus, so the bridge's `channelChanged` follows; or straight to a view). Every command
 is recorded in `calls` (and the configs `add` and `check_app` were given in `configs`); `add_gate` holds
 `add`, `check_app` and `log_in_again` until set, so a test can see the UI not wait; `add_error` makes `add`
-and `log_in_again` raise, `check_error` makes `check_app` raise (after the gate, as a platform's answer).
+and `log_in_again` raise, `check_error` makes `check_app` raise (after the gate, as a platform's answer);
+`admit_gate` holds `admit_group` and `admit_error` makes it raise.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from core.channels.app_check import AppCheck
-from core.channels.service import KINDS, ChannelView
+from core.channels.dingtalk.config import checked_app
+from core.channels.service import KINDS, ChannelGroup, ChannelView
 from core.channels.telegram.config import checked_token
 from core.channels.wechat.login import MAX_CODES, LoginProgress, checked_verify_code
 from core.errors import InvalidInputError, NotFoundError
@@ -38,8 +44,10 @@ FEISHU_DOMAINS = ("feishu", "lark")
 TELEGRAM_BOT = "@errand_test_bot"
 TELEGRAM_BOT_ID = "7012345678"
 PAIRING_CODE = "123456"
-# The kinds the fake makes: the real service's, and Feishu, whose channels the UI connects by app.
-FAKE_KINDS = tuple(dict.fromkeys((*KINDS, "feishu")))
+DINGTALK_APP_KEY = "dingabc123xyz"
+ADMISSIONS = ("asked", "allowed", "refused")
+# The kinds the fake makes: the real service's, and the apps the UI connects (Feishu, DingTalk).
+FAKE_KINDS = tuple(dict.fromkeys((*KINDS, "feishu", "dingtalk")))
 
 
 class FakeChannels:
@@ -54,6 +62,8 @@ class FakeChannels:
         self.add_gate: asyncio.Event | None = None
         self.add_error: Exception | None = None
         self.check_error: Exception | None = None
+        self.admit_gate: asyncio.Event | None = None
+        self.admit_error: Exception | None = None
         self.configs: list[tuple[str, dict[str, object]]] = []  # ("add" | "check_app", the config given)
         self.reads = 0
 
@@ -96,6 +106,11 @@ class FakeChannels:
             checked_token(config)
             await self._held(self.add_error)
             return self.put_telegram(bot_id)
+        if kind == "dingtalk":
+            self.configs.append(("add", dict(config or {})))
+            app = checked_app(config)
+            await self._held(self.add_error)
+            return self.put_dingtalk(bot_id, app_key=app.app_key)
         await self._held(self.add_error)
         channel_id = f"ch_{next(self._ids):012x}"
         view = ChannelView(channel_id, bot_id, kind, "", "", "connecting", "", _first_code())
@@ -105,11 +120,29 @@ class FakeChannels:
     async def check_app(self, kind: str, config: Mapping[str, object]) -> AppCheck:
         self.calls.append(("check_app", kind))
         self.configs.append(("check_app", dict(config)))
+        if kind == "dingtalk":
+            checked_app(config)
+            await self._held(self.check_error)
+            return AppCheck("", "")  # DingTalk tells neither the robot's name nor an id of its own
         if kind != "feishu":
             raise InvalidInputError("kind", f"{kind!r} has no app to check")
         _checked_app(config)
         await self._held(self.check_error)
         return AppCheck(str(config.get("name") or FEISHU_BOT), "ou_bot")
+
+    async def admit_group(self, bot_id: str, channel_id: str, group_id: str, *, allowed: bool) -> ChannelView:
+        self.calls.append(("admit_group", bot_id, channel_id, group_id, "allowed" if allowed else "refused"))
+        view = self._channel(bot_id, channel_id)
+        if not any(group.id == group_id for group in view.groups):
+            raise NotFoundError("group", group_id)
+        if self.admit_gate is not None:
+            await self.admit_gate.wait()
+        if self.admit_error is not None:
+            raise self.admit_error
+        view = self._channels[channel_id]  # as it is now, after the wait
+        admission = "allowed" if allowed else "refused"
+        groups = tuple(replace(g, admission=admission) if g.id == group_id else g for g in view.groups)
+        return self._set(replace(view, groups=groups))
 
     async def log_in_again(self, bot_id: str, channel_id: str) -> ChannelView:
         self.calls.append(("log_in_again", bot_id, channel_id))
@@ -207,6 +240,27 @@ class FakeChannels:
             pairing_code="" if owner else pairing_code,
         )
 
+    def put_dingtalk(
+        self,
+        bot_id: str = "bot-1",
+        status: str = "connected",
+        *,
+        app_key: str = DINGTALK_APP_KEY,
+        reason: str = "",
+    ) -> ChannelView:
+        """A DingTalk channel as if its app had been connected earlier: no name, the AppKey as account, no
+        groups yet (`add_group`)."""
+        return self.put(bot_id, status, account=app_key, owner="", reason=reason, kind="dingtalk")
+
+    def add_group(self, channel_id: str, group_id: str, title: str, admission: str = "asked") -> ChannelView:
+        """The bot was added to a group (the latest first, as the service lists them), or a group's
+        admission is set as it already is."""
+        assert admission in ADMISSIONS, admission
+        view = self._channels[channel_id]
+        assert view.kind == "dingtalk", f"{channel_id} is a {view.kind} channel"
+        others = tuple(g for g in view.groups if g.id != group_id)
+        return self._set(replace(view, groups=(ChannelGroup(group_id, title, admission), *others)))
+
     def pair(self, channel_id: str, owner: str = "4242") -> None:
         """Someone sent `/start <code>`: they are the owner now and the code is spent."""
         self._set(replace(self._channels[channel_id], owner=owner, pairing_code=""))
@@ -267,9 +321,10 @@ class FakeChannels:
         login = replace(self._progress(channel_id), **changes)  # type: ignore[arg-type]
         self._set(replace(self._channels[channel_id], login=login))
 
-    def _set(self, view: ChannelView) -> None:
+    def _set(self, view: ChannelView) -> ChannelView:
         self._channels[view.id] = view
         self._announce(view.id)
+        return view
 
     def _announce(self, channel_id: str) -> None:
         for listener in list(self._listeners):
