@@ -26,6 +26,8 @@ Each figure is printed next to a baseline measured in the same run, and all agai
   `time.process_time()`, finer) and RSS growth over `--idle-s` seconds with one connected Feishu channel, the
   fake asking for a ping every PING_S = 5 s (Feishu's own: 120 s), next to the same seconds of the same host
   before the channel was added (each window SETTLE_S after what preceded it, and after a `gc.collect()`).
+- outbox pushes: 100 reply deliveries (outside the attention budget) for the owner's Feishu chat, from
+  `outbox.flush()` to all marked sent; baseline: the same to a desktop conversation.
 - importing lark-oapi: `core.channels.feishu.sdk.load()` in a fresh interpreter (cold, after `core.host`),
   next to that interpreter's import of `core.host`, which must not import lark-oapi; and what a full garbage
   collection (`gc.collect()`, which holds the loop) costs after the load and before it. Median of
@@ -50,6 +52,8 @@ from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from bench.bench_dingtalk import _all_sent
+from bench.bench_telegram import _insert
 from bench.bench_wechat import _desktop_reply
 from bench.common import figure_table, idle_reading, idle_text, line, median_p95_ms
 from core.channels.feishu.catch_up import PER_CHAT
@@ -428,6 +432,38 @@ async def imports() -> list[Row]:
     ]
 
 
+# ---- outbox pushes ------------------------------------------------------------------------------------
+
+
+async def pushes(model: ScriptedModelServer, tmp: Path, n: int) -> list[Row]:
+    """`n` reply pushes (outside the attention budget) to the owner's Feishu chat, from `outbox.flush()`
+    to all marked sent (each with its uuid, in its thread); baseline: the same to a desktop conversation."""
+    model.responder = lambda _body: Reply.text("ok")
+    async with _TimedFeishu() as feishu:
+        host = _host(tmp / "push" / "data", model, feishu, MemorySecretStore())
+        async with running_api(host) as client:
+            bot, _channel = await connect_feishu(client, host, feishu)
+            await feishu.push_nowait(feishu.message_event(chat_id=P2P, sender=OWNER, text="hi"))
+            await feishu.wait_for_sent(1, timeout=15)
+            conversations = (await client.get("/api/conversations")).json()["conversations"]
+            [remote] = [c["id"] for c in conversations if c["channel"] == "feishu"]
+            desktop = (await host.chat.create_conversation()).id
+            await _insert(host, bot, desktop, "d", n)
+            desktop_s = await _all_sent(host, "d", n)
+            mark = len(feishu.sent)
+            await _insert(host, bot, remote, "t", n)
+            feishu_s = await _all_sent(host, "t", n)
+            await host.outbox.settled()
+            extra = len(feishu.sent) - mark - n
+        await host.stop()
+    model.responder = None
+    f_text = f"{n / feishu_s:7.0f} per s   ({n} in {feishu_s:.2f} s; {extra} extra sends)"
+    d_text = f"{n / desktop_s:7.0f} per s   ({n} in {desktop_s:.2f} s)"
+    line(f"outbox: {n} reply pushes to a desktop conversation (baseline)", d_text)
+    line(f"outbox: {n} reply pushes to Feishu, flush -> all marked sent", f_text)
+    return [(f"outbox: {n} pushes, flush -> all sent", f_text, d_text)]
+
+
 async def main(idle_s: float, messages: int, latency_s: float, chats: int, per_chat: int) -> None:
     warnings = _Warnings()
     logging.getLogger().addHandler(warnings)
@@ -438,6 +474,7 @@ async def main(idle_s: float, messages: int, latency_s: float, chats: int, per_c
             rows += await reply_latency(model, Path(tmp), messages, latency_s)
             rows += await catch_up(model, Path(tmp), chats, per_chat)
             rows += await idle(model, Path(tmp), idle_s)
+            rows += await pushes(model, Path(tmp), 100)
     rows += await imports()
     figure_table(rows, "Feishu")
     print(f"\n(whole run {time.perf_counter() - began:.0f} s)")
