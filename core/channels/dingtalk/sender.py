@@ -145,8 +145,8 @@ class DingTalkSender:
         return biz_id
 
     async def _words(self, key: str, peer: PeerRecord, words: str) -> None:
-        msg_key, param = _message(words)
-        webhook = self._webhook(peer)
+        msg_key, param = robot_message(words)
+        webhook = self.webhook_of(peer)
         if webhook is not None and key not in self._pending:
             url, staff = webhook
             body: dict[str, Any] = {"msgtype": "markdown" if msg_key == "sampleMarkdown" else "text"}
@@ -165,7 +165,7 @@ class DingTalkSender:
                 log.info("dingtalk: the session webhook refused a reply (%s); sending by the OpenAPI", exc)
         await self._openapi(key, peer, msg_key, param)
 
-    def _webhook(self, peer: PeerRecord) -> tuple[str, str] | None:
+    def webhook_of(self, peer: PeerRecord) -> tuple[str, str] | None:
         """The session webhook of the peer's latest message, and who wrote it, while it is good to use."""
         try:
             token = json.loads(peer.reply_token) if peer.reply_token else None
@@ -238,7 +238,7 @@ class DingTalkSender:
         return status
 
 
-def _message(words: str) -> tuple[str, dict[str, Any]]:
+def robot_message(words: str) -> tuple[str, dict[str, Any]]:
     """The robot message a text is: Markdown when it has Markdown in it, else plain text."""
     if _MARKDOWN.search(words):
         first = next((line.strip(" #*>-") for line in words.splitlines() if line.strip()), "")
