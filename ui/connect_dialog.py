@@ -58,8 +58,9 @@ Listed = tuple[str, Sequence[tuple[str, str]], str]
 
 class ConnectDialog(QDialog):
     """`connected(channel_id)` once the channel was added. A subclass names its `KIND` (the channel kind
-    `add` is asked for, and the prefix of its words and object names), fills `inputs` and `errors` (by
-    the field names its platform's refusals use) and the `error` line, and says which buttons ask."""
+    `add` is asked for, and the prefix of its words and object names) and builds its widgets in `_build`,
+    which this constructor calls: the `error` line, `inputs` and `errors` by the field names its
+    platform's refusals use, and `_asking`, the buttons that ask."""
 
     connected = Signal(str)
 
@@ -95,6 +96,11 @@ class ConnectDialog(QDialog):
         self.errors: dict[str, ReservedLine] = {}
         # The buttons that ask, each with what it says while nothing runs.
         self._asking: dict[QPushButton, str] = {}
+        self._build()
+
+    def _build(self) -> None:
+        """The widgets, `error` among them; a subclass lays out its own."""
+        raise NotImplementedError
 
     # -- what a person sees (tests read these) ---------------------------------------------------------
 
@@ -231,18 +237,6 @@ class AppConnectDialog(ConnectDialog):
     # A refused secret may carry the platform's own words: it has two lines of room, the others one.
     ROOMY_FIELD: ClassVar[str] = "appSecret"
 
-    def __init__(
-        self,
-        channels: ChannelFacade,
-        bot_id: str,
-        parent: QWidget | None = None,
-        *,
-        abandon: Abandon | None = None,
-    ) -> None:
-        super().__init__(channels, bot_id, parent, abandon=abandon)
-        self._listed: dict[str, list[str]] = {}
-        self._build()
-
     # -- what the platform asks for (a subclass says) --------------------------------------------------
 
     def _make_inputs(self, well: QWidget) -> dict[str, QWidget]:
@@ -275,7 +269,9 @@ class AppConnectDialog(ConnectDialog):
         first, second = self._console_lists()
         width = names_width(first[1], second[1])
         sections = [list_section(self, title, items, name, width) for title, items, name in (first, second)]
-        self._listed = {name: [list_line(*item) for item in items] for _title, items, name in (first, second)}
+        self._listed: dict[str, list[str]] = {
+            name: [list_line(*item) for item in items] for _title, items, name in (first, second)
+        }
         self.where = small_label(t(f"{kind}.console_where"), "faint", f"{kind}Where", self)
         self.where.setTextInteractionFlags(SELECTABLE)
 
@@ -426,7 +422,7 @@ D = TypeVar("D", bound=ConnectDialog)
 def open_connect(make: Callable[[Abandon], D], channels: ChannelFacade, calls: AsyncCalls) -> D:
     """Open the dialog `make(abandon)` builds. A channel added after the person closed it is removed
     through `calls`, which belong to the opener and so outlive the dialog."""
-    kind = ""
+    kind = ""  # the dialog's, kept once it is made: the widget may be gone by the time a removal fails
 
     def not_removed(channel: str, exc: Exception) -> None:
         log.warning("%s channel %s given up on but not removed: %s", kind, channel, reason(exc))

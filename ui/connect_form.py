@@ -116,11 +116,15 @@ def list_section(
     grid.setContentsMargins(14, 10, 14, 10)
     grid.setHorizontalSpacing(16)
     grid.setVerticalSpacing(5)
+    # Both are top-aligned, for words that wrap; the smaller monospace name is let down onto the baseline
+    # of their first line, where it would otherwise sit a little above it.
+    drop = max(0, QFontMetrics(theme.font("small")).ascent() - QFontMetrics(theme.font("mono")).ascent())
     for row, (code, words) in enumerate(items):
         code_label = QLabel(code, well)
         code_label.setObjectName(f"{name}Name")
         code_label.setFont(theme.font("mono"))
         code_label.setTextInteractionFlags(SELECTABLE)
+        code_label.setContentsMargins(0, drop, 0, 0)
         words_label = small_label(words, "muted", f"{name}Words", well)
         grid.addWidget(code_label, row, 0, Qt.AlignmentFlag.AlignTop)
         grid.addWidget(words_label, row, 1, Qt.AlignmentFlag.AlignTop)

@@ -97,7 +97,6 @@ class TelegramConnectDialog(ConnectDialog):
         self._reader: Reloader[ChannelView] = Reloader(self._load, self.show_view, self._read_failed)
         self._channel_id = ""
         self.step: Step = "token"
-        self._build()
         if changed is not None:
             changed.connect(self.on_channel_changed)
 
