@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -268,3 +269,40 @@ async def test_a_disconnect_opens_the_next_connection_at_once_and_loses_nothing_
         await dingtalk.wait_until(lambda: count(dingtalk, "收到。") == 2, 15)
         assert dingtalk.bad_acks == []
     await host.stop()
+
+
+async def test_in_a_group_without_a_live_webhook_the_reply_goes_by_the_group_send_and_is_read_back(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    late_webhooks: FakeDingTalk,
+    script: SessionScript,
+) -> None:
+    script.add("chat", [Reply.text("私聊收到。")])
+    async with late_webhooks as dingtalk:
+        host = dingtalk_host(tmp_path, model_server, home, dingtalk, MemorySecretStore())
+        async with running_api(host) as client:
+            bot, shown = await connect(client, dingtalk)
+            await dingtalk.user_says("你好", staff_id=OWNER)
+            await sent_with(dingtalk, "私聊收到。", timeout=30)
+            r = await client.get(f"/api/bots/{bot}/channels/{shown['id']}")
+            assert r.json()["groups"] == []
+            await dingtalk.user_says("@Errand 群里问一句", staff_id=OWNER, group=GROUP)
+
+            async def asked() -> bool:
+                return bool((await client.get(f"/api/bots/{bot}/channels/{shown['id']}")).json()["groups"])
+
+            await wait_until(host.bus, asked, timeout=15, what="the group asked about")
+            script.fallback = Reply.text("群里收到。")
+            path = f"/api/bots/{bot}/channels/{shown['id']}/groups/{quote(GROUP[0], safe='')}"
+            r = await client.put(path, json={"admitted": True})
+            assert r.status_code == 200 and r.json()["groups"][0]["admission"] == "allowed", r.text
+            reply = await sent_with(dingtalk, "群里收到。", timeout=30)
+            assert (reply.via, reply.to) == ("group", GROUP[0])
+            await dingtalk.wait_until(
+                lambda: any(c[1].endswith("/groupMessages/query") for c in dingtalk.calls), 15
+            )
+            await host.outbox.settled()
+            assert count(dingtalk, "群里收到。") == 1
+            assert (await client.get("/api/attention")).json()["items"] == []
+        await host.stop()
