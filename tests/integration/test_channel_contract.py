@@ -1,9 +1,9 @@
 """What every chat channel does, through the real host, the channel's real SDK or client and its fake
 (docs/channels.md): a message is answered in the same conversation; the platform delivering it again
 changes nothing; a send the platform refused is retried and reaches the person once; a task's question is
-answered the channel's own way and the task goes on; credentials the platform refuses are said to be
-refused and nothing is kept. Each channel is
-driven by its driver in `channel_drivers.py`."""
+answered the channel's own way and the task goes on; pushes past the channel's daily cap wait, none sent
+twice; credentials the platform refuses are said to be refused and nothing is kept. Each channel is driven
+by its driver in `channel_drivers.py`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from core.channels.registry import capabilities_of
 from core.host import Host
+from core.store import deliveries as delivery_rows
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.integration.channel_drivers import CHANNELS, Driver, driver_for
 from tests.integration.host_fixtures import running_api
@@ -95,6 +97,38 @@ async def test_a_task_s_question_is_answered_the_channel_s_own_way_and_the_task_
             assert _count(driver, "按小时价比较好了。") == 1
             assert (await client.get("/api/attention")).json()["items"] == []
             assert len(script.requests["chat"]) == 2  # the answer went to the task, not to chat
+        await host.stop()
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_pushes_past_the_channel_s_daily_cap_wait_for_tomorrow_and_none_is_sent_twice(
+    channel: str, tmp_path: Path, model_server: ScriptedModelServer, home: Path, script: SessionScript
+) -> None:
+    cap = capabilities_of(channel).daily_cap
+    assert cap is not None
+    script.add("chat", [Reply.text("在。")])
+    async with driver_for(channel) as driver:
+        host = driver.host(tmp_path, model_server, home)
+        async with running_api(host) as client:
+            await driver.connect(client, host)
+            await driver.owner_says("你好")  # its conversation (and on WeChat, the open window)
+            await _reached(host, driver, "在。")
+            [conversation] = (await client.get("/api/conversations")).json()["conversations"]
+            bot = conversation["botId"]
+            for n in range(cap + 1):
+                await host.outbox.push(
+                    delivery_id=f"t_{n}:result",
+                    bot_id=bot,
+                    conversation_id=conversation["id"],
+                    purpose="result",
+                    text=f"第 {n} 个结果",
+                )
+                await host.outbox.flush()
+                await host.outbox.settled()
+            await _reached(host, driver, f"第 {cap - 1} 个结果")
+            assert [_count(driver, f"第 {n} 个结果") for n in range(cap + 1)] == [1] * cap + [0]
+            held = await host.db.read(lambda s: delivery_rows.get_delivery(s, f"t_{cap}:result"))
+            assert held is not None and (held.status, held.held_reason) == ("held", "daily_cap")
         await host.stop()
 
 
