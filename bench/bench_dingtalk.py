@@ -28,9 +28,10 @@ from pathlib import Path
 import httpx
 from aiohttp import web
 
-from bench.bench_telegram import SETTLE_S, Row, _insert, _sent_count, _Warnings
+from bench.bench_telegram import SETTLE_S, Row, _Warnings
 from bench.bench_wechat import _desktop_reply
 from bench.common import figure_table, idle_reading, idle_text, line, median_p95_ms
+from bench.push_rate import all_sent, insert_pushes
 from core.host import Host
 from tests.fakes.fake_dingtalk import FakeDingTalk
 from tests.fakes.model_server import Reply, ScriptedModelServer
@@ -141,18 +142,6 @@ async def reply_latency(model: ScriptedModelServer, tmp: Path, messages: int, la
 # ---- outbox pushes ------------------------------------------------------------------------------------
 
 
-async def _all_sent(host: Host, tag: str, n: int) -> float:
-    """Flush, then the seconds until all `n` deliveries tagged `tag` are marked sent."""
-    loop = asyncio.get_running_loop()
-    began = loop.time()
-    await host.outbox.flush()
-    while await _sent_count(host, tag) < n:
-        if loop.time() > began + 180:
-            raise TimeoutError(f"{await _sent_count(host, tag)} of {n} pushes ({tag}) sent")
-        await asyncio.sleep(0.002)
-    return loop.time() - began
-
-
 async def _pushes_one_way(model: ScriptedModelServer, tmp: Path, n: int, *, late: bool) -> tuple[str, str]:
     """(DingTalk's figure, the desktop's) for `n` pushes; `late`: webhooks past their end (OpenAPI)."""
     model.responder = lambda _body: Reply.text("ok")
@@ -165,11 +154,11 @@ async def _pushes_one_way(model: ScriptedModelServer, tmp: Path, n: int, *, late
             conversations = (await client.get("/api/conversations")).json()["conversations"]
             [remote] = [c["id"] for c in conversations if c["channel"] == "dingtalk"]
             desktop = (await host.chat.create_conversation()).id
-            await _insert(host, bot, desktop, "d", n)
-            desktop_s = await _all_sent(host, "d", n)
+            await insert_pushes(host, bot, desktop, "d", n)
+            desktop_s = await all_sent(host, "d", n)
             mark, reads = len(dingtalk.sent), len([c for c in dingtalk.calls if "readStatus" in c[1]])
-            await _insert(host, bot, remote, "t", n)
-            dingtalk_s = await _all_sent(host, "t", n)
+            await insert_pushes(host, bot, remote, "t", n)
+            dingtalk_s = await all_sent(host, "t", n)
             await host.outbox.settled()
             extra = len(dingtalk.sent) - mark - n
             reads = len([c for c in dingtalk.calls if "readStatus" in c[1]]) - reads

@@ -52,10 +52,9 @@ from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bench.bench_dingtalk import _all_sent
-from bench.bench_telegram import _insert
 from bench.bench_wechat import _desktop_reply
 from bench.common import figure_table, idle_reading, idle_text, line, median_p95_ms
+from bench.push_rate import all_sent, insert_pushes
 from core.channels.feishu.catch_up import PER_CHAT
 from core.host import Host
 from core.store.models import InboundRow
@@ -448,11 +447,11 @@ async def pushes(model: ScriptedModelServer, tmp: Path, n: int) -> list[Row]:
             conversations = (await client.get("/api/conversations")).json()["conversations"]
             [remote] = [c["id"] for c in conversations if c["channel"] == "feishu"]
             desktop = (await host.chat.create_conversation()).id
-            await _insert(host, bot, desktop, "d", n)
-            desktop_s = await _all_sent(host, "d", n)
+            await insert_pushes(host, bot, desktop, "d", n)
+            desktop_s = await all_sent(host, "d", n)
             mark = len(feishu.sent)
-            await _insert(host, bot, remote, "t", n)
-            feishu_s = await _all_sent(host, "t", n)
+            await insert_pushes(host, bot, remote, "t", n)
+            feishu_s = await all_sent(host, "t", n)
             await host.outbox.settled()
             extra = len(feishu.sent) - mark - n
         await host.stop()

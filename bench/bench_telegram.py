@@ -29,14 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from bench.bench_wechat import _desktop_reply
 from bench.common import figure_table, idle_reading, idle_text, line, median_p95_ms
+from bench.push_rate import insert_pushes, sent_count
 from core.host import Host
-from core.store import deliveries as delivery_rows
-from core.store.models import DeliveryRow
 from tests.fakes.fake_telegram import FakeTelegram, Params
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.secrets import MemorySecretStore
@@ -183,36 +180,6 @@ async def idle(model: ScriptedModelServer, tmp: Path, idle_s: float) -> list[Row
 # ---- outbox pushes ------------------------------------------------------------------------------------
 
 
-async def _insert(host: Host, bot: str, conversation: str, tag: str, n: int) -> None:
-    now = host.clock.time()
-
-    def fill(s: Session) -> None:
-        for i in range(n):
-            delivery_rows.insert_delivery(
-                s,
-                id=f"bench-{tag}-{i}",
-                bot_id=bot,
-                conversation_id=conversation,
-                purpose="reply",  # outside the budget: no daily cap, no coalescing of results
-                text=f"push {i}",
-                now=now - 60 + i * 0.001,
-            )
-
-    await host.db.write(fill)
-
-
-async def _sent_count(host: Host, tag: str) -> int:
-    def read(s: Session) -> int:
-        stmt = (
-            select(func.count())
-            .select_from(DeliveryRow)
-            .where(DeliveryRow.id.like(f"bench-{tag}-%"), DeliveryRow.status == "sent")
-        )
-        return int(s.scalar(stmt) or 0)
-
-    return await host.db.read(read)
-
-
 async def pushes(model: ScriptedModelServer, tmp: Path, n: int) -> list[Row]:
     model.responder = lambda _body: Reply.text("ok")
     loop = asyncio.get_running_loop()
@@ -226,17 +193,17 @@ async def pushes(model: ScriptedModelServer, tmp: Path, n: int) -> list[Row]:
             [remote] = [c["id"] for c in conversations if c["channel"] == "telegram"]
             desktop = (await host.chat.create_conversation()).id
 
-            await _insert(host, bot, desktop, "d", n)
+            await insert_pushes(host, bot, desktop, "d", n)
             began = loop.time()
             await host.outbox.flush()
-            while await _sent_count(host, "d") < n:
+            while await sent_count(host, "d") < n:
                 if loop.time() > began + 60:
-                    raise TimeoutError(f"{await _sent_count(host, 'd')} of {n} desktop pushes sent")
+                    raise TimeoutError(f"{await sent_count(host, 'd')} of {n} desktop pushes sent")
                 await asyncio.sleep(0.002)
             desktop_s = loop.time() - began
 
             mark = len(telegram.sent)
-            await _insert(host, bot, remote, "t", n)
+            await insert_pushes(host, bot, remote, "t", n)
             began = loop.time()
             await host.outbox.flush()
             await telegram.wait_for_sent(mark + n, timeout=120)

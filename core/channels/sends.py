@@ -25,7 +25,7 @@ from core.channels.dingtalk.config import endpoint as dingtalk_endpoint
 from core.channels.dingtalk.config import secret_name as dingtalk_secret_name
 from core.channels.dingtalk.openapi import CredentialsRefused as DingTalkRefused
 from core.channels.dingtalk.openapi import DingTalkApi, DingTalkError
-from core.channels.dingtalk.sender import DingTalkSender, Pending
+from core.channels.dingtalk.sender import DingTalkSender, PendingSends
 from core.channels.feishu.apps import FeishuApps
 from core.channels.feishu.rest import FeishuError
 from core.channels.feishu.sender import FeishuSender
@@ -78,9 +78,6 @@ class ChannelSends:
         self._clients: dict[str, _Client] = {}
         self._telegram_apis: dict[str, tuple[str, TelegramApi]] = {}
         self._dingtalk_apis: dict[str, DingTalkApi] = {}
-        # Per DingTalk channel: sends DingTalk took but had not confirmed, by delivery key, read back before
-        # the same delivery is sent again.
-        self._dingtalk_pending: dict[str, dict[str, Pending]] = {}
         self._environ = environ
         self._closed = False
 
@@ -197,7 +194,7 @@ class ChannelSends:
         if api is None:
             api = DingTalkApi(app, dingtalk_endpoint(self._environ), self._clock, transport=self._transport)
             self._dingtalk_apis[channel.id] = api
-        pending = self._dingtalk_pending.setdefault(channel.id, {})
+        pending = PendingSends(self._db, self._clock, channel.id)
         return DingTalkSender(self._db, self._clock, api, pending=pending)
 
     async def _dingtalk_call(self, channel: ChannelRecord, call: Awaitable[str]) -> str:

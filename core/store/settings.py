@@ -30,3 +30,10 @@ def set_setting(s: Session, key: str, value: JsonValue, now: float) -> None:
         row.value = encoded
         row.updated_at = now
     s.flush()
+
+
+def delete_setting(s: Session, key: str) -> None:
+    row = s.get(SettingRow, key)
+    if row is not None:
+        s.delete(row)
+        s.flush()

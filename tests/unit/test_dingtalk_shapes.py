@@ -65,7 +65,7 @@ def _peer(until_ms: int) -> PeerRecord:
 def test_a_session_webhook_is_used_only_while_it_has_more_than_a_minute_left() -> None:
     clock = FakeClock()
     now_ms = int(clock.time() * 1000)
-    sender = DingTalkSender(None, clock, None, pending={})  # type: ignore[arg-type]
+    sender = DingTalkSender(None, clock, None, pending=None)  # type: ignore[arg-type]
     assert sender.webhook_of(_peer(now_ms + WEBHOOK_MARGIN_MS + 1000)) is not None
     assert sender.webhook_of(_peer(now_ms + WEBHOOK_MARGIN_MS - 1000)) is None
     assert sender.webhook_of(PeerRecord("ch_1", "p", "not json", 0.0, "c_1")) is None

@@ -10,9 +10,10 @@ confirmed it.
   OpenAPI (one-to-one batchSend, or a group send), whose processQueryKey is read back until DingTalk says
   SUCCESS.
 - What DingTalk throttled, failed or would not confirm is a plain failure: the outbox tries again with its
-  backoff and, after three, shows it in needs-you. A send left unconfirmed keeps its processQueryKey
-  (`pending`), and the next try reads that back before sending again, so a slow confirmation is not a
-  second message. Only a send that got no answer at all may be there unseen: SendOutcomeUnknown.
+  backoff and, after three, shows it in needs-you. A send left unconfirmed keeps its processQueryKey in the
+  store (`PendingSends`), and the next try, after a restart too, reads that back before sending again, so
+  a slow confirmation is not a second message. Only a send that got no answer at all may be there unseen:
+  SendOutcomeUnknown.
 
 DingTalk gives our sends no message id, so a text message is known by its words (`quote_ref`): a person who
 quotes it is matched to it by those.
@@ -39,6 +40,7 @@ from core.store import approvals as approval_rows
 from core.store import tasks as task_rows
 from core.store.channels import PeerRecord
 from core.store.database import Database
+from core.store.settings import JsonValue, delete_setting, get_setting, set_setting
 from core.translations import Language, text
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,34 @@ class NotConfirmed(DingTalkError):
 class Pending:
     process_query_key: str
     group_id: str  # '' for a one-to-one send
+
+
+class PendingSends:
+    """Sends DingTalk took but had not confirmed, by delivery key, kept in the store: the outbox's retry
+    after a restart reads them back too, instead of sending a message that may yet arrive a second time."""
+
+    def __init__(self, db: Database, clock: Clock, channel_id: str) -> None:
+        self._db = db
+        self._clock = clock
+        self._prefix = f"dingtalk_pending:{channel_id}:"
+
+    def _name(self, key: str) -> str:
+        return self._prefix + hashlib.sha256(key.encode()).hexdigest()[:32]
+
+    async def get(self, key: str) -> Pending | None:
+        found = await self._db.read(lambda s: get_setting(s, self._name(key)))
+        if not isinstance(found, dict) or not isinstance(found.get("key"), str):
+            return None
+        group = found.get("group")
+        return Pending(str(found["key"]), group if isinstance(group, str) else "")
+
+    async def put(self, key: str, pending: Pending) -> None:
+        value: JsonValue = {"key": pending.process_query_key, "group": pending.group_id}
+        now = self._clock.time()
+        await self._db.write(lambda s: set_setting(s, self._name(key), value, now))
+
+    async def drop(self, key: str) -> None:
+        await self._db.write(lambda s: delete_setting(s, self._name(key)))
 
 
 def card_biz_id(key: str) -> str:
@@ -100,7 +130,7 @@ def _label(lang: Language, action: str) -> str:
 
 
 class DingTalkSender:
-    def __init__(self, db: Database, clock: Clock, api: DingTalkApi, *, pending: dict[str, Pending]) -> None:
+    def __init__(self, db: Database, clock: Clock, api: DingTalkApi, *, pending: PendingSends) -> None:
         self._db = db
         self._clock = clock
         self._api = api
@@ -147,7 +177,7 @@ class DingTalkSender:
     async def _words(self, key: str, peer: PeerRecord, words: str) -> None:
         msg_key, param = robot_message(words)
         webhook = self.webhook_of(peer)
-        if webhook is not None and key not in self._pending:
+        if webhook is not None and await self._pending.get(key) is None:
             url, staff = webhook
             body: dict[str, Any] = {"msgtype": "markdown" if msg_key == "sampleMarkdown" else "text"}
             if msg_key == "sampleMarkdown":
@@ -182,41 +212,40 @@ class DingTalkSender:
         return url, staff if isinstance(staff, str) else ""
 
     async def _openapi(self, key: str, peer: PeerRecord, msg_key: str, param: dict[str, Any]) -> None:
-        earlier = self._pending.get(key)
+        earlier = await self._pending.get(key)
         if earlier is not None:
             status = await self._read_back(earlier)
             if status == "SUCCESS":
-                del self._pending[key]
+                await self._pending.drop(key)
                 return
             if status in ("PROCESSING", ""):
                 said = status or "no status"
                 raise NotConfirmed(f"DingTalk has not confirmed the earlier send yet ({said})")
-            del self._pending[key]  # FAIL: it did not arrive, so it goes again
+            await self._pending.drop(key)  # FAIL: it did not arrive, so it goes again
         group = peer.peer if is_group(peer) else ""
         try:
             if group:
                 query_key = await self._api.group_send(group, msg_key, param)
             else:
                 answer = await self._api.batch_send(peer.peer, msg_key, param)
-                if answer.throttled:
-                    raise NotConfirmed("DingTalk is holding back sends to this person (flow control)")
-                if answer.invalid:
-                    raise NotConfirmed("DingTalk does not know this person as a member of the app's company")
-                query_key = answer.process_query_key
-        except NotConfirmed:
-            raise
         except DingTalkError as exc:
             if exc.sent:
                 raise SendOutcomeUnknown(str(exc)) from exc
             raise
+        if not group:
+            if answer.throttled:
+                raise NotConfirmed("DingTalk is holding back sends to this person (flow control)")
+            if answer.invalid:
+                raise NotConfirmed("DingTalk does not know this person as a member of the app's company")
+            query_key = answer.process_query_key
         sent = Pending(query_key, group)
-        self._pending[key] = sent
+        await self._pending.put(key, sent)
         status = await self._read_back(sent)
+        if status in ("SUCCESS", "FAIL"):
+            await self._pending.drop(key)
         if status == "SUCCESS":
-            del self._pending[key]
             return
         if status == "FAIL":
-            del self._pending[key]
             raise NotConfirmed("DingTalk says the message could not be delivered")
         said = status or "no status"
         raise NotConfirmed(f"DingTalk has not confirmed the message ({said}); asking again later")
