@@ -306,3 +306,31 @@ async def test_in_a_group_without_a_live_webhook_the_reply_goes_by_the_group_sen
             assert count(dingtalk, "群里收到。") == 1
             assert (await client.get("/api/attention")).json()["items"] == []
         await host.stop()
+
+
+async def test_a_send_left_unconfirmed_when_errand_stopped_is_read_back_after_the_restart_not_sent_again(
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    home: Path,
+    late_webhooks: FakeDingTalk,
+    script: SessionScript,
+) -> None:
+    script.add("chat", [Reply.text("慢慢确认的回复。")])
+    secrets = MemorySecretStore()
+    async with late_webhooks as dingtalk:
+        host = dingtalk_host(tmp_path, model_server, home, dingtalk, secrets)
+        async with running_api(host) as client:
+            await connect(client, dingtalk)
+            dingtalk.hold_status(1 + len(READ_BACK_WAITS_S))  # every read of the first try: PROCESSING
+            await dingtalk.user_says("你好", staff_id=OWNER)
+            await sent_with(dingtalk, "慢慢确认的回复。", timeout=30)
+            await dingtalk.wait_until(lambda: _reads(dingtalk) == 1 + len(READ_BACK_WAITS_S), 30)
+            await host.outbox.settled()
+        await host.stop()  # before the outbox's retry
+
+        again = dingtalk_host(tmp_path, model_server, home, dingtalk, secrets)
+        async with running_api(again):
+            await dingtalk.wait_until(lambda: _reads(dingtalk) > 1 + len(READ_BACK_WAITS_S), 30)
+            await again.outbox.settled()
+            assert count(dingtalk, "慢慢确认的回复。") == 1  # read back (SUCCESS now), not sent again
+        await again.stop()
