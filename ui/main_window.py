@@ -3,7 +3,8 @@
 The sidebar, top to bottom: 新对话 and 任务, the search box (it narrows the list as you type), a
 「需要你  N」 row while something waits for the person (none when nothing does), then the list: with a
 BotFacade, each bot's row (avatar with its state ring, name, activity line) over its conversations; a small
-gear at the bottom asks for the settings of the bot shown (`settingsRequested(bot_id)`).
+gear (设置) at the bottom opens a menu of both settings: the shown bot's (`settingsRequested(bot_id)`) and the
+app's (`appSettingsRequested`), and the keyboard shortcuts (`ui.shortcuts`, also bound here).
 
 With a TaskFacade, 任务 shows the task list in the right pane, and a task's detail opens there from the
 list, from a reply's task chip, or from needs-you; ‹ goes back. With a BotFacade, the chat header's ⓘ opens
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
@@ -51,13 +53,14 @@ from ui.async_calls import AsyncCalls
 from ui.bot_panel import PANEL_WIDTH, BotPanel
 from ui.bridge import EventBridge
 from ui.chat_view import ChatView
-from ui.conversation_list import ConversationList
+from ui.conversation_list import ConversationList, ConversationRole
 from ui.dingtalk_connect_dialog import DingTalkConnectDialog, open_dingtalk_connect
 from ui.feishu_connect_dialog import FeishuConnectDialog, open_feishu_connect
 from ui.i18n import language, t
 from ui.icons import tinted_icon
 from ui.needs_you import NeedsYouButton, NeedsYouView
 from ui.reloader import Reloader
+from ui.shortcuts import SHORTCUTS, ShortcutsDialog
 from ui.sidebar_search import SidebarSearch
 from ui.task_detail import TaskDetailView
 from ui.task_list import TaskListView
@@ -77,6 +80,8 @@ class MainWindow(QMainWindow):
     settingsRequested = Signal(str)
     # The gear's menu: the app's own settings (language, theme, start at login).
     appSettingsRequested = Signal()
+    # Closing only hid the window (a tray keeps Errand running): the app tells the person once.
+    closedToTray = Signal()
     # 新任务 (the tasks view's header, or `new_task()`): the app opens its new-task dialog.
     newTaskRequested = Signal()
 
@@ -145,7 +150,7 @@ class MainWindow(QMainWindow):
         bridge.messagesChanged.connect(self.chat_view.on_messages_changed)
         bridge.liveReplyChanged.connect(self.chat_view.on_live_reply_changed)
         bridge.taskChanged.connect(self.chat_view.on_task_changed)
-        QShortcut(QKeySequence.StandardKey.New, self, self.new_conversation)
+        self._bind_shortcuts()
 
     def _build_splitter(self, sidebar: QWidget) -> QSplitter:
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
@@ -211,17 +216,71 @@ class MainWindow(QMainWindow):
         button.setObjectName("settingsButton")
         button.setCursor(Qt.CursorShape.PointingHandCursor)
         button.setAutoRaise(True)
+        button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        button.setText(t("sidebar.settings"))
         button.setIcon(tinted_icon("settings", theme.colors().muted))
         button.setToolTip(t("sidebar.settings"))
         button.setAccessibleName(t("sidebar.settings"))
-        # A click opens the shown bot's settings; the arrow offers the app's settings too.
-        menu = QMenu(button)
-        menu.addAction(t("sidebar.bot_settings"), lambda: self.settingsRequested.emit(self.current_bot_id()))
-        menu.addAction(t("sidebar.app_settings"), self.appSettingsRequested.emit)
-        button.setMenu(menu)
-        button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
-        button.clicked.connect(lambda _checked=False: self.settingsRequested.emit(self.current_bot_id()))
+        # One click shows every kind of settings, so the app's own (language, theme) is as easy to find as
+        # the bot's; the menu pops up without a nested event loop so the window keeps running meanwhile.
+        self.settings_menu = QMenu(button)
+        self.settings_menu.setObjectName("settingsMenu")
+        self.settings_menu.aboutToShow.connect(self._name_settings_entries)
+        self._bot_settings_action = self.settings_menu.addAction(
+            t("sidebar.bot_settings"), lambda: self.settingsRequested.emit(self.current_bot_id())
+        )
+        self.settings_menu.addAction(t("sidebar.app_settings_detail"), self.appSettingsRequested.emit)
+        self.settings_menu.addSeparator()
+        self.settings_menu.addAction(t("shortcuts.menu"), self.show_shortcuts)
+        button.clicked.connect(lambda _checked=False: self.show_settings_menu())
         return button
+
+    def show_settings_menu(self) -> None:
+        # The gear sits at the bottom of the window: the menu opens upwards from it.
+        above = self.settings_button.mapToGlobal(self.settings_button.rect().topLeft())
+        above.setY(above.y() - self.settings_menu.sizeHint().height())
+        self.settings_menu.popup(above)
+
+    def _name_settings_entries(self) -> None:
+        bot = self.bot_view(self.current_bot_id())
+        self._bot_settings_action.setText(
+            t("sidebar.bot_settings_of", name=bot.name) if bot is not None else t("sidebar.bot_settings")
+        )
+
+    def show_shortcuts(self) -> ShortcutsDialog:
+        dialog = ShortcutsDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
+
+    def _bind_shortcuts(self) -> None:
+        actions: dict[str, Callable[[], object]] = {
+            "new_chat": self.new_conversation,
+            "new_task": self.new_task,
+            "search": self._focus_search,
+            "settings": self.show_settings_menu,
+            "next_conversation": lambda: self.step_conversation(1),
+            "previous_conversation": lambda: self.step_conversation(-1),
+            "shortcuts": self.show_shortcuts,
+        }
+        for shortcut in SHORTCUTS:
+            QShortcut(QKeySequence(shortcut.keys), self, actions[shortcut.action])
+
+    def _focus_search(self) -> None:
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def step_conversation(self, step: int) -> None:
+        """Open the next (1) or previous (-1) conversation as the sidebar shows them, wrapping around."""
+        model = self.conversation_list.model()
+        rows = (model.index(row, 0).data(ConversationRole) for row in range(model.rowCount()))
+        shown = [row.id for row in rows if isinstance(row, ConversationView)]
+        if not shown:
+            return
+        current = self.conversation_list.current_id
+        at = shown.index(current) if current in shown else (-1 if step > 0 else 0)
+        self.conversation_list.select(shown[(at + step) % len(shown)])
+        self.show_chat()
 
     def _build_bots(
         self,
@@ -602,6 +661,7 @@ class MainWindow(QMainWindow):
         if self._close_to_tray:
             event.ignore()
             self.hide()
+            self.closedToTray.emit()
             return
         super().closeEvent(event)
 

@@ -7,11 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QShortcut
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QToolButton
 from pytestqt.qtbot import QtBot
 
 from core.bots.views import BotActivity, BotUpdate
+from core.chat.views import ConversationView
 from core.sidebar_state import BotActivityReader
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
@@ -19,6 +21,7 @@ from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade
 from tests.ui.conftest import wait_until
 from ui.bridge import EventBridge
+from ui.conversation_list import ConversationRole
 from ui.main_window import MainWindow
 
 
@@ -155,24 +158,81 @@ async def test_search_without_bots_filters_conversations(window: MainWindow, fac
     await wait_until(lambda: window.conversation_list.shown_titles() == ["Downloads"])
 
 
-async def test_the_gear_asks_for_the_shown_bots_settings(
+async def test_the_gear_offers_the_shown_bots_settings_and_the_apps_in_one_menu(
     bot_window: MainWindow, facade: FakeChatFacade, bots: LiveBots
 ) -> None:
     bots.add("哒哒", bot_id="bot-2")
     chosen = facade.add_conversation("Weekly", bot_id="bot-2")
     await bot_window.refresh()
+    bot_window.reload_bots()
+    await wait_until(lambda: bot_window.bot_view("bot-2") is not None)
     bot_window.conversation_list.select(chosen.id)
     gear = bot_window.findChild(QToolButton, "settingsButton")
-    assert gear is not None and gear.isVisible()
+    assert gear is not None and gear.isVisible() and gear.text() == "Settings"
+    QTest.mouseClick(gear, Qt.MouseButton.LeftButton)
+    menu = bot_window.settings_menu
+    await wait_until(menu.isVisible)
+    entries = [action.text() for action in menu.actions() if not action.isSeparator()]
+    assert entries == [
+        "Settings of 哒哒",
+        "App settings (language, theme, start at login)",
+        "Keyboard shortcuts",
+    ]
+
     asked: list[str] = []
     bot_window.settingsRequested.connect(asked.append)
-    QTest.mouseClick(gear, Qt.MouseButton.LeftButton)
+    menu.actions()[0].trigger()
     assert asked == ["bot-2"]
+    app_asked: list[bool] = []
+    bot_window.appSettingsRequested.connect(lambda: app_asked.append(True))
+    menu.actions()[1].trigger()
+    assert app_asked == [True]
+    menu.hide()
 
     wanted: list[bool] = []
     bot_window.newTaskRequested.connect(lambda: wanted.append(True))
     bot_window.new_task()
     assert wanted == [True]
+
+
+async def test_the_shortcuts_list_shows_every_key_the_window_binds(bot_window: MainWindow) -> None:
+    dialog = bot_window.show_shortcuts()
+    await wait_until(dialog.isVisible)
+    words = dict(dialog.rows)
+    assert words["New chat"] == "Ctrl+N" and words["Next conversation"] == "Ctrl+PgDown" and "Send" in words
+    bound = {s.key().toString() for s in bot_window.findChildren(QShortcut)}
+    assert {"Ctrl+N", "Ctrl+Shift+N", "Ctrl+F", "Ctrl+,", "Ctrl+PgDown", "Ctrl+PgUp", "F1"} <= bound
+    dialog.close()
+
+
+async def test_ctrl_page_down_and_up_walk_the_conversations_as_listed(
+    bot_window: MainWindow, facade: FakeChatFacade
+) -> None:
+    facade.add_conversation("First")
+    facade.add_conversation("Second")
+    await bot_window.refresh()
+    await wait_until(lambda: len(bot_window.conversation_list.conversations()) == 2)
+    model = bot_window.conversation_list.model()
+    listed = [
+        row.id
+        for row in (model.index(i, 0).data(ConversationRole) for i in range(model.rowCount()))
+        if isinstance(row, ConversationView)
+    ]
+    bot_window.conversation_list.select(listed[0])
+    bot_window.step_conversation(1)
+    assert bot_window.conversation_list.current_id == listed[1]
+    bot_window.step_conversation(1)  # past the last one: round to the first
+    assert bot_window.conversation_list.current_id == listed[0]
+    bot_window.step_conversation(-1)
+    assert bot_window.conversation_list.current_id == listed[1]
+
+
+async def test_closing_to_the_tray_says_so(bot_window: MainWindow) -> None:
+    closed: list[bool] = []
+    bot_window.closedToTray.connect(lambda: closed.append(True))
+    bot_window.set_close_to_tray(True)
+    bot_window.close()
+    assert closed == [True] and not bot_window.isVisible()
 
 
 async def test_the_first_run_card_stands_in_for_the_chat(
