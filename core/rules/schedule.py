@@ -386,7 +386,46 @@ def words(schedule: Schedule, lang: str) -> str:
                 return text(language, "schedule.every_hour", zone=zone)
             return text(language, "schedule.every_hours", hours=hours, zone=zone)
         return text(language, "schedule.every_minutes", minutes=minutes, zone=zone)
-    return text(language, "schedule.cron", cron=schedule.cron, zone=zone)
+    return _cron_words(schedule.cron, language, zone) or text(
+        language, "schedule.cron", cron=schedule.cron, zone=zone
+    )
+
+
+def _cron_days(field: str) -> tuple[int, ...] | None:
+    """A cron day-of-week field ('*', '1-5', '1,3,5', '0', '7') as our days (0=Monday .. 6=Sunday); None
+    for anything fancier (steps, names), which is then said as the cron itself."""
+    if field == "*":
+        return ()
+    days: set[int] = set()
+    for part in field.split(","):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            return None
+        first, last = int(low), int(high) if dash else int(low)
+        if not 0 <= first <= last <= 7:
+            return None
+        days.update((d - 1) % 7 for d in range(first, last + 1))  # cron: 0 and 7 are Sunday, 1 Monday
+    return tuple(sorted(days))
+
+
+def _cron_words(cron: str, lang: Language, zone: str) -> str:
+    """The common cron shapes in words, as a daily or weekly schedule reads ('30 7 * * 1-5' is 「每个工作日
+    07:30」, '*/15 * * * *' 「每 15 分钟」); '' for the rest."""
+    fields = cron.split()
+    if len(fields) != 5:
+        return ""
+    minute, hour, dom, month, dow = fields
+    if dom != "*" or month != "*":
+        return ""
+    if minute.startswith("*/") and minute[2:].isdigit() and int(minute[2:]) > 0 and hour == dow == "*":
+        return text(lang, "schedule.every_minutes", minutes=int(minute[2:]), zone=zone)
+    if minute.isdigit() and hour.isdigit() and int(minute) < 60 and int(hour) < 24:
+        days = _cron_days(dow)
+        if days is None:
+            return ""
+        lead = _days_words(days, lang)
+        return text(lang, "schedule.at", days=lead, time=f"{int(hour):02d}:{int(minute):02d}", zone=zone)
+    return ""
 
 
 def iso_local(ts: float, tz: str) -> str:

@@ -496,7 +496,10 @@ def test_words_in_chinese() -> None:
     assert (
         words(sched(SH, kind="once", at="2026-12-01T09:00"), "zh") == "2026-12-01 09:00 一次（Asia/Shanghai）"
     )
-    assert words(sched(SH, kind="cron", cron="0 8 * * 1-5"), "zh") == "cron 0 8 * * 1-5（Asia/Shanghai）"
+    assert words(sched(SH, kind="cron", cron="30 7 * * 1-5"), "zh") == "每个工作日 07:30（Asia/Shanghai）"
+    assert words(sched(SH, kind="cron", cron="0 9 * * 0,6"), "zh") == "每周六、周日 09:00（Asia/Shanghai）"
+    # A shape words cannot say plainly is shown as the cron itself.
+    assert words(sched(SH, kind="cron", cron="5 4 1 * *"), "zh") == "cron 5 4 1 * *（Asia/Shanghai）"
 
 
 def test_words_in_english() -> None:
@@ -516,7 +519,11 @@ def test_words_in_english() -> None:
     assert words(sched(kind="every", minutes=60), "en") == "Every hour (UTC)"
     assert words(sched(kind="every", minutes=180), "en") == "Every 3 hours (UTC)"
     assert words(sched(kind="once", at="2026-12-01T09:00"), "en") == "Once on 2026-12-01 at 09:00 (UTC)"
-    assert words(sched(kind="cron", cron="0 8 * * 1-5"), "en") == "cron 0 8 * * 1-5 (UTC)"
+    assert words(sched(kind="cron", cron="0 8 * * 1-5"), "en") == "Every weekday at 08:00 (UTC)"
+    assert words(sched(kind="cron", cron="0 8 * * *"), "en") == "Every day at 08:00 (UTC)"
+    assert words(sched(kind="cron", cron="0 9 * * 7"), "en") == "Every Sunday at 09:00 (UTC)"
+    assert words(sched(kind="cron", cron="*/15 * * * *"), "en") == "Every 15 minutes (UTC)"
+    assert words(sched(kind="cron", cron="0 */2 * * *"), "en") == "cron 0 */2 * * * (UTC)"
 
 
 def test_iso_local_carries_the_offset() -> None:
