@@ -1,15 +1,17 @@
 """One widget per stored message: the user's bubble on the right, replies on the left as Markdown with their
 folded steps and the chips of the tasks they started, errors as a red-dotted well that says what to fix,
 notices small and grey. A background task's result or failure says so in a grey caption above it. A task's
-question or approval carries its card under the text (`ui.question_card`), which follows its status."""
+question or approval carries its card under the text (`ui.question_card`), which follows its status. Every
+message shows when it was said on hover, and a right-click offers 复制 (and what else applies)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
-from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtGui import QFontMetrics, QGuiApplication
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
 
 from core.chat.views import MessageView, TaskChip
 from ui import markdown, theme
@@ -115,6 +117,43 @@ class MessageWidget(QWidget):
     def follow(self, view: MessageView) -> bool:
         """Take a newer read of the same message in place, if only what can change in place changed."""
         return view == self.view
+
+    def offer_menu(self) -> None:
+        """Right-click anywhere on the message (its text too, which would otherwise show Qt's own menu)
+        offers what applies to it; hovering shows when it was said."""
+        self.setToolTip(said_at(self.view.created_at))
+        for widget in (self, self.text_label):
+            widget.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+            widget.customContextMenuRequested.connect(
+                lambda pos, w=widget: self.menu().popup(w.mapToGlobal(pos))
+            )
+
+    def menu(self) -> QMenu:
+        """The message's menu, with only the entries that apply: 复制所选 while part of it is selected,
+        复制, and 打开任务 for a background task's message."""
+        menu = QMenu(self)
+        menu.setObjectName("messageMenu")
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        selected = self.text_label.selectedText()
+        if selected:
+            menu.addAction(t("message.copy_selection"), lambda: copy_text(selected))
+        menu.addAction(t("message.copy"), lambda: copy_text(self.copy_text()))
+        if self.view.task_id:
+            menu.addAction(t("message.open_task"), lambda: self.taskOpened.emit(self.view.task_id))
+        return menu
+
+    def copy_text(self) -> str:
+        """What 复制 puts on the clipboard: the message as written (a reply's Markdown source)."""
+        return self.view.text
+
+
+def copy_text(text: str) -> None:
+    QGuiApplication.clipboard().setText(text)
+
+
+def said_at(ts: float) -> str:
+    """When a message was said, on this computer's clock: 2026-12-03 14:05."""
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
 class UserMessage(MessageWidget):
@@ -253,10 +292,14 @@ def message_widget(
     view: MessageView, parent: QWidget | None = None, answerable: bool = True
 ) -> MessageWidget:
     """`answerable`: a question card offers its buttons (the view can run them); else it only reads."""
+    made: MessageWidget
     if view.role == "user":
-        return UserMessage(view, parent)
-    if view.role == "assistant":
-        return AssistantMessage(view, parent, answerable)
-    if view.role == "error":
-        return ErrorMessage(view, parent)
-    return NoticeMessage(view, parent)
+        made = UserMessage(view, parent)
+    elif view.role == "assistant":
+        made = AssistantMessage(view, parent, answerable)
+    elif view.role == "error":
+        made = ErrorMessage(view, parent)
+    else:
+        made = NoticeMessage(view, parent)
+    made.offer_menu()
+    return made
