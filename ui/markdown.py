@@ -32,7 +32,7 @@ HEADING_STEP = {1: 4.0, 2: 2.5, 3: 1.5}
 def render(text: str, font: QFont, colors: Colors) -> QTextDocument:
     doc = QTextDocument()
     doc.setDefaultFont(font)
-    doc.setMarkdown(text, FEATURES)
+    doc.setMarkdown(hard_breaks(text), FEATURES)
     base = font.pointSizeF() if font.pointSizeF() > 0 else 10.0
     _restyle_tables(doc, colors)
     _restyle_blocks(doc, base, colors)
@@ -109,6 +109,30 @@ def _closes(line: str, fence: str) -> bool:
         return False
     run = marker.group(1)
     return run[0] == fence[0] and len(run) >= len(fence) and line.strip() == run
+
+
+def hard_breaks(text: str) -> str:
+    """Every line break outside fenced code kept as a break, as a chat app shows one: Markdown would join
+    a question's options line and its default line into one run-on line (a soft break), and a person
+    who wrote two lines meant two lines."""
+    lines = text.split("\n")
+    fence: str | None = None
+    out: list[str] = []
+    for position, line in enumerate(lines):
+        if fence is not None:
+            out.append(line)
+            if _closes(line, fence):
+                fence = None
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
+            out.append(line)
+            continue
+        following = lines[position + 1] if position + 1 < len(lines) else ""
+        joins_next = bool(line.strip()) and bool(following.strip()) and not _FENCE.match(following)
+        out.append(line.rstrip() + "  " if joins_next and not line.endswith("  ") else line)
+    return "\n".join(out)
 
 
 def split_blocks(text: str) -> list[str]:
