@@ -71,6 +71,16 @@ def _tool_title(name: str, args_json: str) -> str:
     return name
 
 
+# Tools whose successful output is an instruction to the model ("Recorded. The user gets your message when
+# you finish; end your turn now."), not news for the person, who sees the report itself: the step keeps
+# its name and time but not that text. A refusal still shows, since it says what went wrong.
+_MODEL_FACING_OUTPUT = frozenset({"task_report"})
+
+
+def _shown_output(name: str, output: str, ok: bool) -> str:
+    return "" if ok and name in _MODEL_FACING_OUTPUT else _clip(output)
+
+
 class ActivityLog:
     """The steps of one turn or run, capped at MAX_STEPS (the newest kept) with a count of dropped ones."""
 
@@ -104,7 +114,7 @@ class ActivityLog:
             step = ActivityStep(
                 kind="tool",
                 title=event.name,
-                detail=_clip(event.output),
+                detail=_shown_output(event.name, event.output, event.ok),
                 ok=event.ok,
                 duration_ms=round(event.duration_s * 1000),
             )

@@ -49,3 +49,14 @@ def test_the_dropped_note_reads_back_as_its_count_and_nothing_else_does() -> Non
     assert dropped_count(dropped_note(130)) == 130
     assert dropped_count(ActivityStep(kind="tool", title="130 earlier steps not kept")) is None
     assert dropped_count(ActivityStep(kind="note", title="Interrupted")) is None
+
+
+def test_a_report_steps_output_meant_for_the_model_is_not_shown_to_the_person() -> None:
+    log = ActivityLog()
+    log.feed(ev.ToolCall("s", "u", "c1", "task_report", '{"state": "done", "summary": "ok"}'))
+    log.feed(ev.ToolResult("s", "u", "c1", "task_report", True, "Recorded. End your turn now.", 0.01))
+    log.feed(ev.ToolCall("s", "u", "c2", "task_report", '{"state": "bogus"}'))
+    log.feed(ev.ToolResult("s", "u", "c2", "task_report", False, "state: must be done or failed", 0.01))
+    shown, refused = log.steps
+    assert shown.title == "task_report" and shown.detail == "" and shown.ok
+    assert refused.detail == "state: must be done or failed" and not refused.ok
