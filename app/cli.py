@@ -49,8 +49,27 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_gui(data_dir)
     except DataDirInUseError as exc:
+        if args.command is None:
+            return _bring_running_window_forward(exc)
         print(f"errand: {exc}", file=sys.stderr)
         return 1
+
+
+def _bring_running_window_forward(in_use: DataDirInUseError) -> int:
+    """A second launch of the app is most often a person looking for the window: show them the running one."""
+    from app.instance_socket import ask_to_show, socket_name
+
+    if ask_to_show(socket_name(in_use.data_dir)):
+        print("errand: Errand is already running; its window was brought forward.", file=sys.stderr)
+        return 0
+    holder = f" (pid {in_use.pid})" if in_use.pid is not None else ""
+    print(
+        f"errand: Another Errand{holder} holds {in_use.data_dir} but did not answer a request to show its "
+        f"window: it is either `errand serve` (no window) or not responding. Quit or kill it first, "
+        f"or start this one with --data-dir <another folder>.",
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":

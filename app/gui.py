@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -83,6 +84,7 @@ def _application(data_dir: Path) -> QApplication:
 def _run(data_dir: Path) -> int:
     import qasync
 
+    from app.instance_socket import InstanceServer, socket_name
     from app.window_actions import WindowActions
     from core.host import Host
     from ui.bridge import EventBridge
@@ -94,6 +96,8 @@ def _run(data_dir: Path) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     quit_requested = asyncio.Event()
+    # Like the tray's Quit: the host stops cleanly on Ctrl+C and on SIGTERM (a logout, `kill`, systemd).
+    _stop_on_signals(loop, quit_requested.set)
 
     host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
     bridge = EventBridge(host.bus)
@@ -111,6 +115,7 @@ def _run(data_dir: Path) -> int:
     desktop = _Desktop(data_dir, host, bridge, window, quit_requested.set)
     actions = WindowActions(host, window, app, bridge)
     tray_at = _process_age()
+    later_launches = InstanceServer(socket_name(data_dir), on_show=desktop.open_window)
     app.lastWindowClosed.connect(lambda: None if desktop.tray.available else quit_requested.set())
 
     async def main() -> int:
@@ -138,6 +143,8 @@ def _run(data_dir: Path) -> int:
             )
             quit_requested.set()
         await quit_requested.wait()
+        log.info("quitting")
+        later_launches.close()
         await desktop.stop()
         actions.shutdown()
         # Closed before the host stops: events from stopping must not start reads of a closing store.
@@ -149,6 +156,16 @@ def _run(data_dir: Path) -> int:
     with loop:
         code: int = loop.run_until_complete(main())
     return code
+
+
+def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+    """Run `stop` on SIGINT and SIGTERM. Qt's own loop never hands control back to Python for a signal, so
+    on POSIX the loop's signal handler wakes it through a file descriptor it watches."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop)
+        except (NotImplementedError, RuntimeError):  # Windows: no loop signal handlers there
+            signal.signal(sig, lambda _sig, _frame: loop.call_soon_threadsafe(stop))
 
 
 class _Desktop:
@@ -164,6 +181,7 @@ class _Desktop:
         quit_app: Callable[[], None],
     ) -> None:
         from app.tray import NoTrayNote, PauseControl, Tray
+        from app.tray_notice import ClosedToTrayNotice
 
         self._host = host
         self._bridge = bridge
@@ -180,6 +198,8 @@ class _Desktop:
         )
         self.pause.show = self.tray.set_paused_checked
         window.set_close_to_tray(self.tray.available)
+        self._tray_notice = ClosedToTrayNotice(data_dir, self.tray.show_message)
+        window.closedToTray.connect(self._tray_notice.closed_to_tray)
         if not self.tray.available:
             log.info("no system tray here: closing the window quits Errand")
             NoTrayNote(data_dir).show_once(window)
