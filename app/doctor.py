@@ -63,10 +63,10 @@ def _sandbox() -> Check:
 
 
 def _keyring(data_dir: Path) -> Check:
-    from app.secrets import KeyringSecretStore, make_secret_store
+    from app.secrets import ChoosableSecretStore, make_secret_store
 
     store = make_secret_store(data_dir)
-    if isinstance(store, KeyringSecretStore):
+    if isinstance(store, ChoosableSecretStore):
         asyncio.run(store.probe())
     return Check("API key storage", store.available, store.description, required=False)
 

@@ -1,7 +1,9 @@
-"""API keys: the OS keyring, or, only when the user opts in (ERRAND_SECRETS=file), a 0600 file.
+"""API keys: the OS keyring, or, only when the user opts in, a 0600 file.
 
 keyring silently falls back to a plaintext file when keyrings.alt is installed; we never rely on that
-implicitly: a missing Secret Service is reported, and the file store is a choice the user makes.
+implicitly: a missing Secret Service is reported, and the file store is a choice the user makes, either in
+the app (the first-run card and bot settings offer it when no keyring answers; the choice is remembered in
+the data dir) or with ERRAND_SECRETS=file.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from core.bots.secret_store import SecretStore, SecretStoreUnavailableError
 SERVICE = "errand"
 NO_KEYRING = (
     "No OS keyring is available here (no Secret Service, KWallet or macOS/Windows keychain answered). "
-    "Install and unlock one (e.g. gnome-keyring), or opt in to keeping keys in a private plaintext file "
-    "in the data dir by starting Errand with ERRAND_SECRETS=file."
+    "Install and unlock one (e.g. gnome-keyring), or choose to keep keys in a private plaintext file "
+    "in the data dir (offered in the app, or start Errand with ERRAND_SECRETS=file)."
 )
+NO_KEYRING_KEY = "error.no_keyring"  # core's book words it for the UI (docs/desktop.md#settings)
+# Present once the person chose the file in the app: the next start keeps using it.
+FILE_CHOSEN = "secrets-in-file"
 
 
 def _keyring_backend_works() -> bool:
@@ -65,7 +70,7 @@ class KeyringSecretStore:
     async def set(self, name: str, value: str) -> None:
         await self.probe()
         if not self.available:
-            raise SecretStoreUnavailableError(NO_KEYRING)
+            raise SecretStoreUnavailableError(NO_KEYRING, key=NO_KEYRING_KEY)
         import keyring
 
         await asyncio.to_thread(keyring.set_password, SERVICE, name, value)
@@ -96,7 +101,7 @@ class FileSecretStore:
     def description(self) -> str:
         return (
             f"API keys are kept in a plaintext file readable only by you: {self._path} "
-            "(you chose ERRAND_SECRETS=file)."
+            "(you chose to keep them in a file)."
         )
 
     def _read(self) -> dict[str, str]:
@@ -130,7 +135,45 @@ class FileSecretStore:
                 await asyncio.to_thread(self._write, data)
 
 
+class ChoosableSecretStore:
+    """The keyring, until the person chooses the private file instead (`keep_in_file`, offered when no
+    keyring answers); the choice is written to the data dir so the next start goes straight to the file."""
+
+    def __init__(self, data_dir: Path, keyring_store: KeyringSecretStore | None = None) -> None:
+        self._data_dir = data_dir
+        self._store: KeyringSecretStore | FileSecretStore = keyring_store or KeyringSecretStore()
+
+    async def probe(self) -> None:
+        if isinstance(self._store, KeyringSecretStore):
+            await self._store.probe()
+
+    @property
+    def available(self) -> bool:
+        return self._store.available
+
+    @property
+    def description(self) -> str:
+        return self._store.description
+
+    async def keep_in_file(self) -> None:
+        def choose() -> None:
+            self._data_dir.mkdir(parents=True, exist_ok=True)
+            (self._data_dir / FILE_CHOSEN).write_text("1\n", encoding="utf-8")
+
+        await asyncio.to_thread(choose)
+        self._store = FileSecretStore(self._data_dir / "secrets.json")
+
+    async def get(self, name: str) -> str | None:
+        return await self._store.get(name)
+
+    async def set(self, name: str, value: str) -> None:
+        await self._store.set(name, value)
+
+    async def delete(self, name: str) -> None:
+        await self._store.delete(name)
+
+
 def make_secret_store(data_dir: Path, env: Mapping[str, str] = os.environ) -> SecretStore:
-    if env.get("ERRAND_SECRETS", "").strip().lower() == "file":
+    if env.get("ERRAND_SECRETS", "").strip().lower() == "file" or (data_dir / FILE_CHOSEN).exists():
         return FileSecretStore(data_dir / "secrets.json")
-    return KeyringSecretStore()
+    return ChoosableSecretStore(data_dir)

@@ -43,6 +43,7 @@ from ui.bot_settings import preset_label
 from ui.connection_check import show_check
 from ui.form import Combo, FieldRow, button, field_message, line_input, small_label
 from ui.i18n import language, t
+from ui.key_file_choice import KeyFileChoice, is_no_keyring
 from ui.status_dot import StatusDot
 from ui.wrapped_label import WrappedLabel
 
@@ -77,6 +78,8 @@ class FirstRunCard(QWidget):
         self._preset_row.setSpacing(6)
         self._build_preset_buttons([])
         self.error = small_label("", "danger", "settingsFormError", self.card)
+        self.key_file = KeyFileChoice(self.card)
+        self.key_file.chosen.connect(self._keep_keys_in_file)
 
         inner = QVBoxLayout(self.card)
         inner.setContentsMargins(28, 24, 28, 22)
@@ -86,6 +89,7 @@ class FirstRunCard(QWidget):
         inner.addLayout(self._build_fields())
         inner.addLayout(self._build_result())
         inner.addWidget(self.error)
+        inner.addWidget(self.key_file)
         inner.addLayout(self._build_actions())
 
         # The card floats a little above the middle of the pane, as a calm empty state does.
@@ -294,11 +298,23 @@ class FirstRunCard(QWidget):
                 row.show_error(field_message(exc))
                 return
             self._say(field_message(exc))
+        elif is_no_keyring(exc):
+            # The card can finish without a restart: the person may keep the key in a private file instead.
+            self._say(exc.words(language()) if isinstance(exc, UnavailableError) else str(exc))
+            self.key_file.offer()
         elif isinstance(exc, UnavailableError):
-            self._say(exc.message)
+            self._say(exc.words(language()))
         else:
             log.warning("first-run save failed: %s", reason(exc))
             self._say(t("settings.save_failed", reason=reason(exc)))
+
+    def _keep_keys_in_file(self) -> None:
+        self._calls.start(self._bots.keep_keys_in_file(), done=self._keys_in_file, failed=self._failed)
+
+    def _keys_in_file(self, _result: None) -> None:
+        self.key_file.hide()
+        self.error.hide()
+        self.save()  # what the person asked for in the first place
 
     def _tested(self, check: ConnectionCheck) -> None:
         show_check(self.test_button, self.test_dot, self.test_result, check)

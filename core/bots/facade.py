@@ -25,6 +25,11 @@ class BotFacade(Protocol):
         then. Publishes BotsChanged."""
         ...
 
+    async def keep_keys_in_file(self) -> None:
+        """Keep API keys in a private plaintext file in the data dir from now on (offered when no keyring
+        answers: an UnavailableError with key `error.no_keyring`); the choice is remembered."""
+        ...
+
     async def test_connection(
         self,
         base_url: str,

@@ -17,7 +17,7 @@ from core.agent.sandbox import Permission, Preset
 from core.bots.connection_test import check_connection
 from core.bots.local_models import DEFAULT_OLLAMA_URL
 from core.bots.presets import ModelPresets
-from core.bots.secret_store import SecretStore, SecretStoreUnavailableError
+from core.bots.secret_store import FileFallback, SecretStore, SecretStoreUnavailableError
 from core.bots.settings_changes import settings_changes
 from core.bots.validation import (
     MAX_NAME,
@@ -177,7 +177,7 @@ class BotService:
             try:
                 await self._secrets.set(_key_name(bot_id), api_key)
             except SecretStoreUnavailableError as exc:
-                raise UnavailableError(str(exc)) from exc
+                raise UnavailableError(str(exc), key=exc.key) from exc
             key_ref = _key_name(bot_id)
         workspace = self.workspace_of(bot_id)
         now = self._clock.time()
@@ -233,8 +233,15 @@ class BotService:
                 return name
             await self._secrets.delete(record.api_key_ref or name)
         except SecretStoreUnavailableError as exc:
-            raise UnavailableError(str(exc)) from exc
+            raise UnavailableError(str(exc), key=exc.key) from exc
         return ""
+
+    async def keep_keys_in_file(self) -> None:
+        """The person chose the private file over a keyring that is not there (docs/desktop.md#settings).
+        Raises UnavailableError when this store offers no file."""
+        if not isinstance(self._secrets, FileFallback):
+            raise UnavailableError("This secret store cannot keep keys in a file.")
+        await self._secrets.keep_in_file()
 
     async def _flush_held(self, bot_id: str) -> None:
         try:

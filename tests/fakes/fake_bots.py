@@ -19,7 +19,7 @@ from typing import Any
 from core.bots.views import BotActivity, BotUpdate, BotView, ConnectionCheck, ModelPreset
 from core.bus import EventBus
 from core.changes import BotsChanged
-from core.errors import InvalidInputError, NotFoundError
+from core.errors import InvalidInputError, NotFoundError, UnavailableError
 from core.preferences import LANGUAGE_CHOICES, THEME_CHOICES, Preferences, PreferencesUpdate
 
 _HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
@@ -61,6 +61,9 @@ class FakeBotFacade:
         self.presets: builtins.list[ModelPreset] = list(DEFAULT_PRESETS)
         self.activities: dict[str, BotActivity] = {}
         self.update_error: Exception | None = None
+        # No keyring answers (as app.secrets says it): a key cannot be saved until keys go to the file.
+        self.no_keyring = False
+        self.keys_in_file = False
         self.preferences_value = Preferences()
         self.preference_updates: builtins.list[PreferencesUpdate] = []
 
@@ -120,6 +123,8 @@ class FakeBotFacade:
                 raise InvalidInputError(field, f"{value!r} is not a time like 22:00")
         if changes.model_base_url and not changes.model_base_url.startswith(("http://", "https://")):
             raise InvalidInputError("baseUrl", "is not an http(s) URL")
+        if self.no_keyring and changes.api_key:
+            raise UnavailableError("No OS keyring is available here.", key="error.no_keyring")
         self.updates.append((bot_id, changes))
         if changes.api_key is not None:
             if changes.api_key:
@@ -148,6 +153,11 @@ class FakeBotFacade:
         self._bots[bot_id] = updated
         self.announce()
         return updated
+
+    async def keep_keys_in_file(self) -> None:
+        await asyncio.sleep(0)
+        self.no_keyring = False
+        self.keys_in_file = True
 
     def key_of(self, bot_id: str) -> str | None:
         return self._keys.get(bot_id)
