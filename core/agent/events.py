@@ -6,7 +6,8 @@ these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 SessionStatus = Literal["idle", "running"]
@@ -37,7 +38,9 @@ class TurnEnded:
     session_id: str
     turn_id: str
     outcome: TurnOutcome
-    error: str = ""
+    error: str = ""  # English, as the API and scripts read it
+    # The error in each language a person may read it in ({"zh": ..., "en": ...}); empty when only `error`.
+    error_words: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import httpx
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.tools import ToolDefinition
 
+from core import translations
 from core.agent.chat_completions import ChatCompletionsClient, EndpointError, MalformedStreamError
 from core.agent.model_config import ModelConfig, RetryPolicy
 from core.clock import Clock
+from core.translations import Language
 
 log = logging.getLogger(__name__)
 
@@ -19,11 +21,33 @@ MAX_RETRY_AFTER_S = 120.0
 
 
 class ModelCallError(Exception):
-    """A model request failed for good. The message names the endpoint and says what to fix."""
+    """A model request failed for good. The message (English, for the API and scripts) names the endpoint
+    and says what to fix; `key` and `fields` word the same in core's catalogue (`error.model.*`) so a person
+    reads it in their own language through `words(lang)`."""
 
-    def __init__(self, message: str, *, transient: bool) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool,
+        key: str = "",
+        fields: Mapping[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
+        self.message = message
         self.transient = transient
+        self.key = key
+        self.fields: Mapping[str, object] = dict(fields or {})
+
+    def words(self, lang: Language) -> str:
+        """What a person reads, in `lang`; the English message when the catalogue has no words for it."""
+        if not self.key or not translations.has_text(self.key):
+            return self.message
+        fields = dict(self.fields)
+        attempts = fields.pop("attempts", 1)
+        retried = isinstance(attempts, int) and attempts > 1
+        tried = translations.text(lang, "error.model.tried", count=attempts) if retried else ""
+        return translations.text(lang, self.key, tried=tried, **fields)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -34,41 +58,80 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, httpx.TransportError)
 
 
-def explain(exc: BaseException, config: ModelConfig, attempts: int) -> str:
-    """A sentence a user can act on: what failed, where, and what to do."""
+def failure(exc: BaseException, config: ModelConfig, attempts: int) -> ModelCallError:
+    """The failure as a person can act on it: what failed, where, and what to do, in English and as a
+    catalogue key whose words carry the same facts (the server address first of all)."""
     where = config.base_url
     tried = f" (tried {attempts} times)" if attempts > 1 else ""
+    said = {"where": where, "attempts": attempts}
+
+    def fail(key: str, message: str, **fields: object) -> ModelCallError:
+        return ModelCallError(
+            message, transient=is_transient(exc), key=f"error.model.{key}", fields={**said, **fields}
+        )
+
     if isinstance(exc, EndpointError):
-        if exc.status in (401, 403):
-            return (
-                f"The model server at {where} rejected the API key. Enter a valid key in the bot's settings."
+        status, detail = exc.status, exc.message
+        if status in (401, 403):
+            return fail(
+                "key_rejected",
+                f"The model server at {where} rejected the API key. Enter a valid key in the bot's settings.",
             )
-        if exc.status == 404:
-            return (
-                f"The model server at {where} does not know the model {config.model!r} ({exc.message}). "
-                "Check the model name and base URL in the bot's settings."
+        if status == 404:
+            return fail(
+                "unknown_model",
+                f"The model server at {where} does not know the model {config.model!r} ({detail}). "
+                "Check the model name and base URL in the bot's settings.",
+                model=config.model,
+                detail=detail,
             )
-        if exc.status == 429:
-            return (
-                f"The model server at {where} is rate-limiting requests{tried}. Wait a minute and try again."
+        if status == 429:
+            return fail(
+                "rate_limited",
+                f"The model server at {where} is rate-limiting requests{tried}. Wait a minute and try again.",
             )
-        if exc.status == 402:
-            return f"The model server at {where} says the account has no credit left ({exc.message})."
-        if exc.status >= 500:
-            return f"The model server at {where} failed with HTTP {exc.status}{tried}. Try again later."
-        return f"The model server at {where} refused the request (HTTP {exc.status}): {exc.message}"
+        if status == 402:
+            return fail(
+                "no_credit",
+                f"The model server at {where} says the account has no credit left ({detail}).",
+                detail=detail,
+            )
+        if status >= 500:
+            return fail(
+                "server_failed",
+                f"The model server at {where} failed with HTTP {status}{tried}. Try again later.",
+                status=status,
+            )
+        return fail(
+            "refused",
+            f"The model server at {where} refused the request (HTTP {status}): {detail}",
+            status=status,
+            detail=detail,
+        )
     if isinstance(exc, httpx.TimeoutException):
-        return (
-            f"The model server at {where} stopped answering{tried}. Check that it is running, then try again."
+        return fail(
+            "timeout",
+            f"The model server at {where} stopped answering{tried}. "
+            "Check that it is running, then try again.",
         )
     if isinstance(exc, httpx.TransportError):
-        return (
+        return fail(
+            "unreachable",
             f"Could not reach the model server at {where}{tried}. "
-            "Check that it is running and that the base URL in the bot's settings is right."
+            "Check that it is running and that the base URL in the bot's settings is right.",
         )
     if isinstance(exc, MalformedStreamError):
-        return f"The server at {where} does not speak the OpenAI Chat Completions format: {exc}"
-    return f"The model request to {where} failed: {exc}"
+        return fail(
+            "malformed",
+            f"The server at {where} does not speak the OpenAI Chat Completions format: {exc}",
+            detail=str(exc),
+        )
+    return fail("failed", f"The model request to {where} failed: {exc}", detail=str(exc))
+
+
+def explain(exc: BaseException, config: ModelConfig, attempts: int) -> str:
+    """The failure's English sentence (the API's and the scripts' wording)."""
+    return failure(exc, config, attempts).message
 
 
 class ModelClient:
@@ -122,4 +185,4 @@ class ModelClient:
                     )
                     await clock.sleep(delay)
                     continue
-                raise ModelCallError(explain(exc, self.config, attempt), transient=is_transient(exc)) from exc
+                raise failure(exc, self.config, attempt) from exc

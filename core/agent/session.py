@@ -36,6 +36,7 @@ from core.agent.prompt import system_prompt
 from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import ToolContext, ToolError, ToolSpec
 from core.agent.turn_tail import InputTail, input_ids_of, tail_of
+from core.translations import LANGUAGES
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -290,6 +291,7 @@ class AgentSession:
             self._carry = []
         outcome: ev.TurnOutcome = "done"
         error = ""
+        error_words: dict[str, str] = {}
         try:
             while True:
                 response = await self._step(turn, parts, inputs, resumed=resumed)
@@ -310,13 +312,14 @@ class AgentSession:
             raise
         except ModelCallError as exc:
             outcome, error = "error", str(exc)
+            error_words = {lang: exc.words(lang) for lang in LANGUAGES}
             await self._keep_what_was_said(turn, keep_partial=False)
         except Exception as exc:
             log.exception("turn %s of %s failed", turn.turn_id, self.session_id)
             outcome, error = "error", f"Internal error: {exc}"
             await self._keep_what_was_said(turn, keep_partial=False)
         finally:
-            self._emit(ev.TurnEnded(self.session_id, turn.turn_id, outcome, error))
+            self._emit(ev.TurnEnded(self.session_id, turn.turn_id, outcome, error, error_words))
 
     async def _step(
         self,

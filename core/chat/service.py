@@ -41,6 +41,7 @@ from core.store import messages as msg_rows
 from core.store.conversations import ConversationRecord
 from core.store.database import Database
 from core.store.messages import MessageRecord
+from core.tasks.language import language_of
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -512,11 +513,13 @@ class ChatService:
                 )
                 said.append(reply)
             if ended.outcome == "error":
+                # Worded in the conversation's language, like every pushed text (DESIGN.md "Defaults").
+                lang = language_of(" ".join(msg_rows.recent_user_texts(s, live.conversation_id, 5)))
                 error = msg_rows.insert_message(
                     s,
                     conversation_id=live.conversation_id,
                     role="error",
-                    text=ended.error,
+                    text=ended.error_words.get(lang) or ended.error,
                     state="error",
                     now=now,
                     turn_id=live.turn_id,
