@@ -1,7 +1,8 @@
 """The sidebar's list: conversations, most recent first (title with 微信 after it when its person writes
 from WeChat, last line, and a dot plus 处理中 while busy), grouped under a row per bot once the window
 knows its bots (`ui.bot_list`): the bot's avatar with its state ring and its activity line. The search box
-narrows it as you type."""
+narrows it as you type; a conversation the app opens itself (a new chat, a task's 来自) shows even when the
+search would hide it, and a search that keeps nothing says so in one quiet line."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QColor, QFontMetrics, QPainter
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QListView,
@@ -65,6 +66,7 @@ class ConversationListModel(QAbstractListModel):
         self._bots: list[BotView] = []
         self._activity: dict[str, BotActivity] = {}
         self._query = ""
+        self._pinned: str | None = None  # shown whatever the search says, until the search changes
         self._rows: list[ConversationView | BotEntry] = []
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's own signature
@@ -132,7 +134,17 @@ class ConversationListModel(QAbstractListModel):
 
     def set_query(self, query: str) -> None:
         self._query = query
+        self._pinned = None  # a new search is a fresh look: it alone decides what shows
         self._rebuild()
+
+    def query(self) -> str:
+        return self._query
+
+    def pin(self, conversation_id: str) -> None:
+        """Show this conversation even if the search would hide it (the app opened it, not the person)."""
+        if self._pinned != conversation_id:
+            self._pinned = conversation_id
+            self._rebuild()
 
     def _rebuild(self) -> None:
         rows = self._grouped()
@@ -148,9 +160,10 @@ class ConversationListModel(QAbstractListModel):
 
     def _grouped(self) -> list[ConversationView | BotEntry]:
         query = self._query
+        pinned = self._pinned
 
         def kept(c: ConversationView) -> bool:
-            return matches(query, display_title(c), c.last_line)
+            return c.id == pinned or matches(query, display_title(c), c.last_line)
 
         if not self._bots:
             return [c for c in self._conversations if kept(c)]
@@ -319,6 +332,7 @@ class ConversationList(QListView):
 
     def set_query(self, query: str) -> None:
         self._keeping(lambda: self._model.set_query(query))
+        self.viewport().update()  # the 没有找到 line follows the query even when no row changes
 
     def _keeping(self, change: Callable[[], None]) -> None:
         """Change the rows, keeping the chosen conversation marked (without announcing it again)."""
@@ -330,11 +344,20 @@ class ConversationList(QListView):
         finally:
             self._quiet = False
 
+    def nothing_found(self) -> str:
+        """The line drawn in place of the rows when the search keeps none ('' when there are rows)."""
+        query = " ".join(self._model.query().split())
+        if not query or self._model.rowCount():
+            return ""
+        return t("search.nothing_found", query=query)
+
     def select(self, conversation_id: str) -> None:
-        """Select a conversation and announce it (also when it is already the selected one)."""
+        """Select a conversation and announce it (also when it is already the selected one); a search that
+        would hide it lets it show, so what is opened is always marked in the list."""
         self._current = conversation_id
         self._quiet = True
         try:
+            self._model.pin(conversation_id)
             self._mark(conversation_id)
         finally:
             self._quiet = False
@@ -347,6 +370,23 @@ class ConversationList(QListView):
             return
         index = self._model.index(row)
         self.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        line = self.nothing_found()
+        if not line:
+            return
+        painter = QPainter(self.viewport())
+        painter.setFont(theme.font("small"))
+        painter.setPen(QColor(theme.colors().muted))
+        room = (
+            self.viewport()
+            .rect()
+            .adjusted(ConversationDelegate.PAD_X + 6, 14, -ConversationDelegate.PAD_X, 0)
+        )
+        flags = Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft | Qt.TextFlag.TextWordWrap
+        painter.drawText(room, int(flags), line)
+        painter.end()
 
     def _on_clicked(self, index: QModelIndex) -> None:
         entry = index.data(BotRole)

@@ -1,7 +1,9 @@
 """The sidebar's search box: filters conversations and bots as you type (title, name, last line; any case).
 
-Esc clears it. `matches` is the one rule both the box and the list use, so what is typed and what is kept
-can't drift apart.
+Esc clears it, and only it: the box claims that Escape before any window or panel shortcut can take it, so
+one press clears the search (a second, on the empty box, is free for the rest of the window, such as the
+bot panel's close). `matches` is the one rule both the box and the list use, so what is typed and what is
+kept can't drift apart.
 """
 
 from __future__ import annotations
@@ -41,6 +43,17 @@ class SidebarSearch(QLineEdit):
             tinted_icon("search", theme.colors().faint), QLineEdit.ActionPosition.LeadingPosition
         )
         self.textChanged.connect(self.queryChanged)
+
+    def event(self, event: QEvent) -> bool:
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Escape
+            and self.text()
+        ):
+            event.accept()  # ours: it arrives as a key press instead of firing another widget's shortcut
+            return True
+        return super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() == Qt.Key.Key_Escape and self.text():
