@@ -304,6 +304,12 @@ class BotPanel(QWidget):
         )
         self.tasks_group.hide()
         layout.addWidget(self.tasks_group)
+        # Rules are standing instructions, not work under way: their own group, so neither reads as the other.
+        self.rules_group, self._rules_well, self._rules_layout = self._group(
+            column, t("panel.rules"), "panelRules"
+        )
+        self.rules_group.hide()
+        layout.addWidget(self.rules_group)
         # Rules are made in chat too; this is the way to make one by hand (the rule editor).
         self.new_rule_button = QPushButton(t("rules.new"), column)
         self.new_rule_button.setObjectName("panelNewRule")
@@ -482,14 +488,19 @@ class BotPanel(QWidget):
     def set_bot(self, bot: BotView | None, activity: BotActivity | None = None) -> None:
         """Show this bot (its tasks are read again when it is another bot)."""
         changed = (bot.id if bot else None) != self.bot_id
+        # Pausing the bot changes what every rule row says (nothing runs while it is paused).
+        flipped = not changed and bot is not None and self._bot is not None and bot.paused != self._bot.paused
         self._bot = bot
         self._activity = activity
         self._show_head()
+        if flipped and (self._task_views is not None or self.rule_rows):
+            self._show_tasks(self._task_views or [])
         if changed:
             self.show_overview()
             self._task_views = None
             self._clear_tasks()
             self.tasks_group.hide()
+            self.rules_group.hide()
             if self._reader is not None:
                 self._reader.reset()
             if self._rules is not None:
@@ -634,11 +645,13 @@ class BotPanel(QWidget):
         if self.rule_editor is not None:
             self.rule_editor.reject()
 
+    def rule_group_lines(self) -> list[str]:
+        """The 规则 group as shown, top to bottom: the rules' headings (tests read this)."""
+        return [row.text() for row in self.rule_rows] if self.rules_group.isVisibleTo(self) else []
+
     def task_group_lines(self) -> list[str]:
-        """The 任务 group as shown, top to bottom: task titles, rule headings and the 已结束 row (tests
-        read this)."""
+        """The 任务 group as shown, top to bottom: task titles and the 已结束 row (tests read this)."""
         lines = [row.task.title for row in self.task_rows]
-        lines.extend(row.text() for row in self.rule_rows)
         if self.ended_toggle is not None and self.ended_toggle.isVisible():
             lines.append(self.ended_toggle.text())
             lines.extend(row.task.title for row in self.ended_rows if row.isVisible())
@@ -695,12 +708,13 @@ class BotPanel(QWidget):
             self.resumeRequested.emit(self._bot.id)
 
     def _clear_tasks(self) -> None:
-        while self._tasks_layout.count():
-            item = self._tasks_layout.takeAt(0)
-            widget = item.widget() if item is not None else None
-            if widget is not None:
-                widget.hide()
-                widget.deleteLater()
+        for layout in (self._tasks_layout, self._rules_layout):
+            while layout.count():
+                item = layout.takeAt(0)
+                widget = item.widget() if item is not None else None
+                if widget is not None:
+                    widget.hide()
+                    widget.deleteLater()
         self.task_rows = []
         self.rule_rows = []
         self.ended_rows = []
@@ -708,11 +722,11 @@ class BotPanel(QWidget):
         self.ended_toggle = None
 
     def _rule_rows(self) -> list[QWidget]:
-        """This bot's rule rows (docs/desktop.md#bot-panel: after the open tasks, before 已结束); each opens
-        its rule in place."""
+        """This bot's rule rows (docs/desktop.md#bot-panel: the 规则 group); each opens its rule in place."""
         if self._rules is None:
             return []
-        self.rule_rows = self._rules.rows(self._tasks_well, self._now())
+        paused = self._bot is not None and self._bot.paused
+        self.rule_rows = self._rules.rows(self._rules_well, self._now(), paused)
         for row in self.rule_rows:
             row.opened.connect(self.open_rule)
         return list(self.rule_rows)
@@ -734,7 +748,11 @@ class BotPanel(QWidget):
             task_row.opened.connect(self.open_task)
             self.task_rows.append(task_row)
             rows.append(task_row)
-        rows.extend(rules)
+        for position, widget in enumerate(rules):
+            if position:
+                self._rules_layout.addWidget(separator(self._rules_well))
+            self._rules_layout.addWidget(widget)
+        self.rules_group.setVisible(bool(rules))
         for position, widget in enumerate(rows):
             if position:
                 self._tasks_layout.addWidget(separator(well))

@@ -50,7 +50,7 @@ from ui.export_action import AskPath, ExportAction
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.rule_editor import ModeToggle, RuleEditor
-from ui.rule_rows import mode_word, moment_words, rule_heading, rule_state
+from ui.rule_rows import local_moment_words, mode_word, moment_words, rule_heading, rule_state
 from ui.status_dot import StatusDot
 from ui.task_list import section_label
 from ui.wrapped_label import SELECTABLE, WrappedLabel
@@ -502,7 +502,12 @@ class RuleDetailBody(QWidget):
         self.words_label.setText(t("rules.detail.quoted", words=words_text))
         if rule.next_run_at:
             when = moment_words(rule.next_run_at, rule.tz, now)
-            self.next_label.setText(t("rules.detail.next_value", when=when, tz=rule.tz))
+            here = local_moment_words(rule.next_run_at, rule.tz, now)
+            self.next_label.setText(
+                t("rules.detail.next_value_here", when=when, tz=rule.tz, here=here)
+                if here
+                else t("rules.detail.next_value", when=when, tz=rule.tz)
+            )
         else:
             self.next_label.setText(t("rules.detail.no_next"))
         self.cost_label.setText(rule_costs(rule))

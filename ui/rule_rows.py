@@ -1,5 +1,5 @@
-"""The bot panel's rule rows (docs/desktop.md#bot-panel: in the panel's 任务 group): one compact row per rule,
-after the open tasks and before 「已结束 N」:
+"""The bot panel's rule rows (docs/desktop.md#bot-panel: the panel's 规则 group, under 任务): one compact row
+per rule:
 
     ○ 每天 08:00 · 看 X 价格                          ›     grey: the person chose observe (or off)
       观察中,明天 08:00 再运行
@@ -10,6 +10,8 @@ after the open tasks and before 「已结束 N」:
     ● 每天 08:00 · 看 Y 库存                          ›     this month's cost under the state, once
       执行中 · 下次 明天 08:00                                something was spent (docs/cost.md#rule-budgets)
       本月 约 $0.40 / $3.00
+    ○ 每天 08:00 · 看 Z                               ›     grey while the bot is paused: nothing runs
+      机器人已暂停,恢复后再运行
 
 The panel is only 340 px wide, so the state goes under the title instead of beside it. `PanelRules` reads
 one bot's rules through the RuleFacade while the panel is shown and says `changed` when they differ; the
@@ -55,6 +57,17 @@ def moment_words(ts: float, tz: str, now: float) -> str:
     """A time as a person says it, in the rule's zone: 今天 08:00, 明天 08:00, 周一 09:00, 10/27 08:00."""
     zone = _zone(tz)
     return wall_words(datetime.fromtimestamp(ts, zone), datetime.fromtimestamp(now, zone).date())
+
+
+def local_moment_words(ts: float, tz: str, now: float) -> str:
+    """The same moment on this computer's clock, when its zone differs from the rule's there and then
+    (「明天 08:00（Asia/Shanghai）」 means little to someone in Berlin); '' when the two clocks agree."""
+    zone = _zone(tz)
+    there = datetime.fromtimestamp(ts, zone)
+    here = datetime.fromtimestamp(ts).astimezone()
+    if zone is None or there.utcoffset() == here.utcoffset():
+        return ""
+    return wall_words(here, datetime.fromtimestamp(now).astimezone().date())
 
 
 def wall_words(moment: datetime, today: date) -> str:
@@ -108,13 +121,15 @@ def row_cost(rule: RuleView) -> str:
     return ""
 
 
-def rule_state(rule: RuleView, now: float) -> tuple[DotState, str]:
+def rule_state(rule: RuleView, now: float, bot_paused: bool = False) -> tuple[DotState, str]:
     """The dot and the words for a rule's state: red when paused (and why), grey for observe and off, green
-    when it acts (docs/desktop.md#bot-panel)."""
+    when it acts (docs/desktop.md#bot-panel). While its bot is paused nothing runs, so no rule looks busy."""
     if rule.paused_reason:
         return "failed", paused_words(rule)
     if rule.mode == "off":
         return "idle", t("rules.state.off")
+    if bot_paused:
+        return "idle", t("rules.state.bot_paused")
     dot: DotState = "working" if rule.mode == "act" else "idle"
     if not rule.next_run_at:
         # A `once` that has fired: nothing more is coming.
@@ -130,12 +145,14 @@ class PanelRuleRow(PressableRow):
 
     opened = Signal(str)
 
-    def __init__(self, rule: RuleView, now: float, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, rule: RuleView, now: float, parent: QWidget | None = None, bot_paused: bool = False
+    ) -> None:
         super().__init__(parent)
         # The task rows' name, so the panel's row styles (hover, focus) apply unchanged.
         self.setObjectName("panelTaskRow")
         self.rule = rule
-        state, words = rule_state(rule, now)
+        state, words = rule_state(rule, now, bot_paused)
         self.dot = StatusDot(state, 7, self)
         self.title = ElidedText(rule_heading(rule), 1, self)
         self.title.setObjectName("panelRuleTitle")
@@ -195,6 +212,6 @@ class PanelRules(BotScopedList[RuleView]):
             lambda bot_id: rules.list_rules(bot_id=bot_id, lang=language()), "rules.load_failed", parent
         )
 
-    def rows(self, parent: QWidget, now: float) -> list[PanelRuleRow]:
+    def rows(self, parent: QWidget, now: float, bot_paused: bool = False) -> list[PanelRuleRow]:
         # Newest first, as the service lists them: a rule just made is easy to find.
-        return [PanelRuleRow(rule, now, parent) for rule in self.views]
+        return [PanelRuleRow(rule, now, parent, bot_paused) for rule in self.views]

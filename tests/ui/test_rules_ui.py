@@ -1,7 +1,8 @@
-"""Rules in the bot panel (docs/desktop.md#bot-panel): rows after the open tasks with their state (grey
-observe, green act, red paused with why), a rule opened in place with the user's words and the next run, the
-[观察 | 执行] toggle, the run log only when the facade keeps one, 删除 after a confirm, and the rule editor
-(its live preview, and refusals shown at the field the core names)."""
+"""Rules in the bot panel (docs/desktop.md#bot-panel): their own 规则 group with each rule's state (grey
+observe, green act, red paused with why, grey while the bot is paused), a rule opened in place with the
+user's words and the next run (and the computer's own clock when its zone differs), the [观察 | 执行]
+toggle, the run log only when the facade keeps one, 删除 after a confirm, and the rule editor (its live
+preview, and refusals shown at the field the core names)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
 from core.activity_steps import ActivityStep
+from core.bots.views import BotUpdate
 from core.bus import EventBus
 from core.changes import RuleChanged
 from tests.fakes.fake_bots import FakeBotFacade
@@ -25,7 +27,7 @@ from ui.bot_panel import BotPanel
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
 from ui.rule_editor import RuleEditor
-from ui.rule_rows import moment_words
+from ui.rule_rows import local_moment_words, moment_words
 
 DAY = 24 * 3600
 TZ = "Asia/Shanghai"
@@ -61,7 +63,7 @@ async def open_panel(window: MainWindow) -> BotPanel:
     return panel
 
 
-async def test_rules_follow_the_open_tasks_and_come_before_the_ended(
+async def test_rules_have_their_own_group_under_the_tasks(
     panel_window: MainWindow, facade: FakeChatFacade, tasks: FakeTaskFacade, rules: FakeRuleFacade
 ) -> None:
     now = time.time()
@@ -72,8 +74,10 @@ async def test_rules_follow_the_open_tasks_and_come_before_the_ended(
     rules.add_rule("Other bot's", bot_id="bot-2")
     panel = await open_panel(panel_window)
 
-    await wait_until(lambda: len(panel.task_group_lines()) == 3)
-    assert panel.task_group_lines() == ["GPU prices", "Every day at 08:00 · Watch X", "Ended 1"]
+    await wait_until(lambda: len(panel.rule_group_lines()) == 1 and len(panel.task_group_lines()) == 2)
+    assert panel.task_group_lines() == ["GPU prices", "Ended 1"]
+    assert panel.rule_group_lines() == ["Every day at 08:00 · Watch X"]
+    assert panel.rules_group.isVisible()
     row = panel.rule_rows[0]
     assert row.dot.state == "idle"  # grey: the person chose observe
     when = moment_words(row.rule.next_run_at, TZ, time.time())
@@ -88,16 +92,32 @@ async def test_rules_follow_the_open_tasks_and_come_before_the_ended(
     assert newest.state_text.startswith("Acting · next ")
 
 
-async def test_a_bot_with_only_rules_has_the_tasks_group(
+async def test_a_bot_with_only_rules_shows_the_rules_group_and_no_tasks_group(
     panel_window: MainWindow, facade: FakeChatFacade, rules: FakeRuleFacade
 ) -> None:
     facade.add_conversation("GPU")
     panel = await open_panel(panel_window)
     await panel.reload()
-    assert not panel.tasks_group.isVisible()
+    assert not panel.tasks_group.isVisible() and not panel.rules_group.isVisible()
     rules.add_rule("Watch X")
-    await wait_until(panel.tasks_group.isVisible)
-    assert panel.task_group_lines() == ["Every day at 08:00 · Watch X"]
+    await wait_until(panel.rules_group.isVisible)
+    assert panel.rule_group_lines() == ["Every day at 08:00 · Watch X"]
+    assert not panel.tasks_group.isVisible()
+
+
+async def test_an_acting_rule_is_not_green_while_its_bot_is_paused(
+    panel_window: MainWindow, facade: FakeChatFacade, rules: FakeRuleFacade, bots: FakeBotFacade
+) -> None:
+    facade.add_conversation("GPU")
+    rules.add_rule("Issue digest", schedule={"kind": "weekly", "time": "09:00", "days": [0]})
+    panel = await open_panel(panel_window)
+    await wait_until(lambda: len(panel.rule_rows) == 1)
+    assert panel.rule_rows[0].dot.state == "working"
+    await bots.update("bot-1", BotUpdate(paused=True))
+    await wait_until(lambda: panel.rule_rows[0].dot.state == "idle")
+    assert panel.rule_rows[0].state_text == "Bot paused; runs again once resumed"
+    await bots.update("bot-1", BotUpdate(paused=False))
+    await wait_until(lambda: panel.rule_rows[0].dot.state == "working")
 
 
 async def test_a_paused_rule_is_red_and_says_why(
@@ -128,7 +148,7 @@ async def test_opening_a_rule_shows_its_words_and_next_run_and_the_toggle_switch
         version=2,
     )
     panel = await open_panel(panel_window)
-    await wait_until(lambda: len(panel.rule_rows) == 1)
+    await wait_until(lambda: len(panel.rule_rows) == 1 and panel.rule_rows[0].isVisible())
     QTest.mouseClick(panel.rule_rows[0], Qt.MouseButton.LeftButton)
     detail = panel.rule_detail
     assert detail is not None
@@ -140,7 +160,9 @@ async def test_opening_a_rule_shows_its_words_and_next_run_and_the_toggle_switch
         "“Every morning check the price of X and tell me when it is under 200”"
     )
     when = moment_words(rule.next_run_at, TZ, time.time())
-    assert detail.next_label.text() == f"{when} ({TZ})"
+    here = local_moment_words(rule.next_run_at, TZ, time.time())
+    # The computer's own clock is said beside the rule's when the zones differ.
+    assert detail.next_label.text() == (f"{when} ({TZ}), {here} your time" if here else f"{when} ({TZ})")
     assert detail.version_label.text() == "Version 2"
     assert detail.destination_label.text() == "Desktop (the conversation it belongs to)"
     assert detail.mode_toggle.buttons["observe"].isChecked()
