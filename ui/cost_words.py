@@ -41,12 +41,21 @@ def spent(usd: float, other: Mapping[str, float], unpriced_calls: int) -> str:
     return " · ".join(parts)
 
 
-def task_money(task: TaskView) -> str:
+def model_priced(task: TaskView) -> bool | None:
+    """Whether the task's model has a price (None: not known). TaskView does not say it yet; once it carries
+    `model_priced`, a task on an unpriced model reads 「未定价」 before its first call is counted."""
+    value = getattr(task, "model_priced", None)
+    return value if isinstance(value, bool) else None
+
+
+def task_money(task: TaskView, priced: bool | None = None) -> str:
     """「约 $0.08 / $1.00」: the budget is always worth saying, the spend even when nothing is spent; another
     currency follows the USD budget (「约 $0.08 / $1.00 · 约 ¥0.50」), 「未定价 / $1.00」 when no call had a
-    price."""
+    price, or from the start when the model is known to have none (`priced` False), so a running task
+    never says 「约 $0.00」 first and 「未定价」 once it is done."""
     nothing_priced = task.spent_usd <= 0 and not any(v > 0 for v in task.spent_other.values())
-    usd = unpriced() if nothing_priced and task.unpriced_calls else amount(task.spent_usd)
+    no_price = bool(task.unpriced_calls) or priced is False
+    usd = unpriced() if nothing_priced and no_price else amount(task.spent_usd)
     line = t("cost.of_budget", spent=usd, budget=limit(task.budget_usd))
     others = [amount(value, currency) for currency, value in sorted(task.spent_other.items()) if value > 0]
     return " · ".join([line, *others])
@@ -54,7 +63,7 @@ def task_money(task: TaskView) -> str:
 
 def task_budget_line(task: TaskView) -> str:
     """The 预算 section's line: the money, and how many calls had no price when some did."""
-    line = task_money(task)
+    line = task_money(task, model_priced(task))
     priced = task.spent_usd > 0 or any(value > 0 for value in task.spent_other.values())
     if task.unpriced_calls and priced:
         n = task.unpriced_calls
@@ -91,6 +100,7 @@ def usd_cost(value: object) -> str:
 __all__ = [
     "amount",
     "limit",
+    "model_priced",
     "rule_costs",
     "rule_month",
     "run_cost",

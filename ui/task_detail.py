@@ -319,18 +319,25 @@ class TaskDetailBody(QWidget):
         self.budget.set_task(task)
         self.folder.set_detail(detail)
         self.export.set_target(task.id, task.title)
-        self._show_runs(detail.task.id, detail.runs)
+        self._show_runs(detail.task, detail.runs)
         self._show_actions(task)
         self._set_body_visible(True)
 
-    def _show_runs(self, task_id: str, runs: tuple[RunView, ...]) -> None:
+    def _show_runs(self, task: TaskView, runs: tuple[RunView, ...]) -> None:
         """Keep each run's section (and whether it is open) while the run is the same one; rebuild only
-        when runs were added or replaced."""
+        when runs were added or replaced. Every read sets each line anew: a run that asked and was answered
+        no longer says 等你."""
+        task_id = task.id
+
+        def marks(position: int) -> tuple[bool, bool]:
+            newest = position == len(runs)
+            return newest and task.group == "needs", not newest
+
         if [s.run.id for s in self.runs] == [r.id for r in runs] and all(
             s.task_id == task_id for s in self.runs
         ):
             for position, (section, run) in enumerate(zip(self.runs, runs, strict=True), start=1):
-                section.set_run(position, run)
+                section.set_run(position, run, *marks(position))
             return
         kept = {s.run.id: s for s in self.runs if s.task_id == task_id}
         while self._runs_layout.count():
@@ -351,8 +358,7 @@ class TaskDetailBody(QWidget):
             reused = kept.pop(run.id) if run.id in kept else None
             if reused is None:
                 reused = RunSection(task_id, position, run, self._steps_of, self.runs_well, self._now)
-            else:
-                reused.set_run(position, run)
+            reused.set_run(position, run, *marks(position))
             self._runs_layout.addWidget(reused)
             reused.show()
             sections.append(reused)

@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, QUrl, Signal
+import shiboken6
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
@@ -27,7 +28,7 @@ from ui import formatting, theme
 from ui.activity_view import FOLDED, UNFOLDED, StepList
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
-from ui.cost_words import run_cost, task_money
+from ui.cost_words import model_priced, run_cost, task_money
 from ui.i18n import t
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
@@ -67,7 +68,7 @@ def task_age(task: TaskView, now: float) -> str:
 
 def money(task: TaskView) -> str:
     """「约 $0.08 / $1.00」: the budget is always worth saying, the spend even when nothing is spent."""
-    return task_money(task)
+    return task_money(task, model_priced(task))
 
 
 def human_size(size: int) -> str:
@@ -107,12 +108,20 @@ def origin_line(task: TaskView) -> str:
     return f"{t('task.channel.desktop')} · {formatting.when(task.created_at)}"
 
 
-def run_dot(run: RunView) -> DotState:
+# Outcomes that wait on the person: only the newest run of a task that still waits shows them as waiting.
+WAITING_OUTCOMES = ("needs_you", "budget")
+# How often a run waiting on the model redraws its elapsed time.
+TICK_MS = 1000
+
+
+def run_dot(run: RunView, waiting: bool = True) -> DotState:
+    """The run's dot. `waiting` says whether the task still waits on what this run asked; once answered
+    (a later run took over, or the task went on or ended) the run's amber dot goes."""
     if run.state != "ended":
         return "working"
     if run.outcome == "failed":
         return "failed"
-    if run.outcome in ("needs_you", "budget"):
+    if run.outcome in WAITING_OUTCOMES and waiting:
         return "needs"
     return "idle"
 
@@ -124,16 +133,55 @@ def run_span(run: RunView, now: float) -> str:
     return span(end - run.started_at) if end >= run.started_at else ""
 
 
-def run_line(position: int, run: RunView, now: float | None = None) -> str:
-    """「第 2 次 · 回答后继续 · 9 步 · 3 分钟」; how it ended only when that is news (not plain done)."""
+def model_wait_since(run: RunView) -> float | None:
+    """When the run began waiting on the model, or None when it is not known to. A running run with no step
+    yet has sent its first request and waits for the reply (the view model says no more: see
+    docs/desktop.md#task-detail)."""
+    if run.state == "running" and run.steps == 0 and run.started_at > 0:
+        return run.started_at
+    return None
+
+
+def elapsed_words(seconds: float) -> str:
+    """「12 秒」「1 分 5 秒」: a wait short enough that its seconds matter."""
+    whole = max(0, int(seconds))
+    if whole < MINUTE:
+        return t("task_detail.seconds", n=whole)
+    if whole < HOUR:
+        return t("task_detail.minutes_seconds", m=whole // MINUTE, s=whole % MINUTE)
+    return span(whole)
+
+
+def outcome_word(run: RunView, waiting: bool, answered: bool) -> str:
+    """How it ended when that is news: 「等你」 only while the task still waits on it, 「已回答」 once a later
+    run took the answer; plain done says nothing."""
+    if not run.outcome or run.outcome == "done":
+        return ""
+    if run.outcome == "needs_you" and not waiting:
+        return t("task_detail.answered") if answered else ""
+    return t(f"task.outcome.{run.outcome}")
+
+
+def run_line(
+    position: int, run: RunView, now: float | None = None, waiting: bool = True, answered: bool = False
+) -> str:
+    """「第 2 次 · 回答后继续 · 9 步 · 3 分钟」; how it ended only when that is news (not plain done); a run
+    waiting on the model says so with its elapsed time: 「第 1 次 · 开始 · 0 步 · 等模型回复 · 12 秒」."""
+    moment = time.time() if now is None else now
     parts = [t("task.run", n=position), t(f"task.cause.{run.cause}"), formatting.step_count(run.steps)]
-    took = run_span(run, time.time() if now is None else now)
-    if took:
-        parts.append(took)
-    if run.state != "ended":
-        parts.append(t(f"task.state.{run.state}"))
-    elif run.outcome and run.outcome != "done":
-        parts.append(t(f"task.outcome.{run.outcome}"))
+    since = model_wait_since(run)
+    if since is not None:
+        parts.append(t("task_detail.model_wait", elapsed=elapsed_words(moment - since)))
+    else:
+        took = run_span(run, moment)
+        if took:
+            parts.append(took)
+        if run.state != "ended":
+            parts.append(t(f"task.state.{run.state}"))
+        else:
+            word = outcome_word(run, waiting, answered)
+            if word:
+                parts.append(word)
     cost = run_cost(run)
     if cost:
         parts.append(cost)
@@ -356,6 +404,12 @@ class RunSection(QWidget):
         self.run = run
         self._load = load
         self._now = now
+        self.waiting = True
+        self.answered = False
+        # Redraws the elapsed time while the run waits on the model; stopped otherwise.
+        self._tick = QTimer(self)
+        self._tick.setInterval(TICK_MS)
+        self._tick.timeout.connect(self._refresh_line)
         self._steps: list[ActivityStep] = []
         self.dropped = 0
         self.steps_list: StepList | None = None
@@ -409,17 +463,29 @@ class RunSection(QWidget):
 
     def line(self) -> str:
         """The folded line without its arrow (tests read this, people see it)."""
-        return run_line(self.position, self.run, self._now())
+        return run_line(self.position, self.run, self._now(), self.waiting, self.answered)
 
     def steps(self) -> list[ActivityStep]:
         return list(self._steps)
 
-    def set_run(self, position: int, run: RunView) -> None:
-        """The run was read again: update the line, and the steps too while open and the run changed."""
+    @property
+    def waiting_on_model(self) -> bool:
+        return model_wait_since(self.run) is not None
+
+    def set_run(self, position: int, run: RunView, waiting: bool = True, answered: bool = False) -> None:
+        """The run was read again: update the line, and the steps too while open and the run changed.
+        `waiting`: the task still waits on what this run asked; `answered`: a later run took the answer."""
         changed = run != self.run
         self.position = position
         self.run = run
-        self.dot.set_state(run_dot(run))
+        self.waiting = waiting
+        self.answered = answered
+        self.dot.set_state(run_dot(run, waiting))
+        if self.waiting_on_model:
+            if not self._tick.isActive():
+                self._tick.start()
+        else:
+            self._tick.stop()
         self.error.setText(run.error)
         self.error.setVisible(bool(run.error))
         self._refresh_line()
@@ -427,6 +493,8 @@ class RunSection(QWidget):
             self._reader.request()
 
     def shutdown(self) -> None:
+        if shiboken6.isValid(self._tick):  # the widget may already be gone when its owner shuts down
+            self._tick.stop()
         self._reader.reset()
 
     def _refresh_line(self) -> None:

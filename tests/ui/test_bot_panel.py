@@ -221,7 +221,7 @@ async def test_a_runs_steps_fold_and_unfold_and_follow_a_working_run(
     assert detail is not None
     await wait_until(lambda: len(detail.runs) == 2)
     first, second = detail.runs
-    assert first.line() == "Run 1 · started · 9 steps · 3 min · waiting for you"
+    assert first.line() == "Run 1 · started · 9 steps · 3 min · answered"
     assert second.line().startswith("Run 2 · after your answer · 2 steps · ")
     assert not second.expanded and tasks.activity_reads == []  # folded: nothing read
 

@@ -104,7 +104,7 @@ async def test_the_detail_says_what_was_spent_against_the_budget_and_each_run_it
     # The 预算 section also says how many calls had no price, since some did.
     assert view.body.budget_label.text() == "about $0.08 / $1.00 · about ¥0.50 · 2 more calls not priced"
     assert [r.line() for r in view.runs] == [
-        "Run 1 · started · 21 steps · 3 min · waiting for you · about $0.05",
+        "Run 1 · started · 21 steps · 3 min · answered · about $0.05",
         "Run 2 · after your answer · 3 steps · 1 min · not priced",
         "Run 3 · after your follow-up · 1 step · under a minute",  # it cost nothing: nothing said
     ]
