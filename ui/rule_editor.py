@@ -12,8 +12,10 @@
 The preview asks the facade on every change (it is pure computation, no I/O), so a person sees what the
 rule will do before saving; while the schedule is not valid yet it says what is missing, quietly. Saving
 goes through the facade, which checks everything: a refusal is shown under the field it names
-(`schedule.minutes`, `title`, ...) and the dialog stays open with everything typed. `saved(view)` carries
-the rule as saved.
+(`schedule.minutes`, `title`, ...; `schedule` as a whole lands at the one field its kind shows), the cursor
+goes to that field, the error goes as soon as that field is edited, and the dialog stays open with everything
+typed. The form sits in a scroll area and the dialog grows for a wrapped error, so no input is ever squeezed.
+`saved(view)` carries the rule as saved.
 """
 
 from __future__ import annotations
@@ -23,15 +25,17 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QIntValidator
 from PySide6.QtWidgets import (
+    QApplication,
     QButtonGroup,
     QDialog,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -53,6 +57,7 @@ KINDS = ("daily", "weekly", "every", "once", "cron")
 WEEKDAYS = [0, 1, 2, 3, 4]
 TITLE_MAX = 80
 PREVIEW_COUNT = 3
+WORDS_HEIGHT = 112
 # Which rows each kind shows; the others stay hidden (and are not sent).
 KIND_ROWS: dict[str, tuple[str, ...]] = {
     "daily": ("schedule.time",),
@@ -71,20 +76,42 @@ FIELD_WORDS = {
     "schedule.days": "rules.error.days",
     "schedule.at": "rules.error.at",
 }
+# Fields whose own sentence carries the core's detail (which part of the expression is wrong).
+FIELD_WORDS_WITH_REASON = {"schedule.cron": "rules_editor.error.cron"}
 
 
-def error_row(field: str) -> str:
-    """Which row a refused field belongs to: its own, or the schedule's for the schedule as a whole."""
+def error_row(field: str, kind: str = "") -> str:
+    """Which row a refused field belongs to: its own; for the schedule as a whole, the one field the chosen
+    `kind` shows (cron, interval, date), else the 重复 row."""
     if field in SCHEDULE_ROWS or field in ("title", "instruction", "mode"):
         return field
+    if field == "schedule":
+        shown = KIND_ROWS.get(kind, ())
+        if len(shown) == 1:
+            return shown[0]
     if field.startswith("schedule") or field == "kind":
         return "schedule"
     return ""
 
 
+def as_sentence(text: str) -> str:
+    """The core's technical fragment ("needs five fields ...") read as a sentence: capital first, a stop."""
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?。！？)'\"" else text + "."
+
+
 def error_words(exc: InvalidInputError) -> str:
     key = FIELD_WORDS.get(exc.field)
-    return t(key) if key else reason(exc)
+    if key:
+        return t(key)
+    detail = reason(exc)
+    with_reason = FIELD_WORDS_WITH_REASON.get(exc.field)
+    if with_reason:
+        return t(with_reason, reason=detail.strip().rstrip("."))
+    return as_sentence(detail)
 
 
 class ModeToggle(QWidget):
@@ -149,7 +176,7 @@ class RuleEditor(QDialog):
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("rules.editor.edit_title" if rule else "rules.editor.new_title"))
         self.setModal(True)
-        self.resize(560, 560)
+        self.resize(560, 660)
         self._rules = rules
         self._rule = rule
         self._bot_id = bot_id
@@ -162,6 +189,16 @@ class RuleEditor(QDialog):
         column.setContentsMargins(24, 20, 24, 8)
         column.addWidget(self._build_form(page))
         column.addStretch(1)
+        # A wrapped error line adds height; in a plain layout the dialog would squeeze the inputs to make
+        # room. In a scroll area every row keeps its own height and the form scrolls instead.
+        scroll = QScrollArea(self)
+        scroll.setObjectName("ruleEditorScroll")
+        scroll.setWidget(page)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.form_scroll = scroll
+        self.form_page = page
 
         self.error = small_label("", "danger", "settingsFormError", self)
         self.cancel_button = button(t("settings.cancel"), self)
@@ -174,10 +211,11 @@ class RuleEditor(QDialog):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 14)
         outer.setSpacing(6)
-        outer.addWidget(page, 1)
+        outer.addWidget(scroll, 1)
         outer.addLayout(foot)
         self._fill(rule)
         self._kind_changed()
+        self._clear_errors_on_edit()
         self.title_input.setFocus(Qt.FocusReason.OtherFocusReason)
 
     # -- building --------------------------------------------------------------------------------------
@@ -190,7 +228,8 @@ class RuleEditor(QDialog):
         self.words_input.setObjectName("settingsText")
         self.words_input.setPlaceholderText(t("rules.editor.words_placeholder"))
         self.words_input.setTabChangesFocus(True)
-        self.words_input.setMinimumHeight(84)
+        # A set height: spare room (or an error line elsewhere) must not grow or shrink the user's words.
+        self.words_input.setFixedHeight(WORDS_HEIGHT)
         self.rows: dict[str, FieldRow] = {
             "title": FieldRow(t("rules.editor.title"), self.title_input, parent=section),
             "instruction": FieldRow(
@@ -316,6 +355,42 @@ class RuleEditor(QDialog):
         self.cron_input.setText(str(schedule.get("cron", "")))
         self.kind_combo.setCurrentIndex(max(self.kind_combo.findData(kind), 0))
 
+    def field_widget(self, row: str) -> QWidget | None:
+        """The input a person fixes when `row` is refused: the cursor goes there on a refusal."""
+        widgets: dict[str, QWidget] = {
+            "title": self.title_input,
+            "instruction": self.words_input,
+            "schedule": self.kind_combo,
+            "schedule.time": self.time_input,
+            "schedule.days": self.day_buttons[0],
+            "schedule.minutes": self.minutes_input,
+            "schedule.at": self.at_input,
+            "schedule.cron": self.cron_input,
+            "mode": self.mode_toggle.buttons.get(self.mode_toggle.mode or "act", self.mode_toggle),
+        }
+        return widgets.get(row)
+
+    def _clear_errors_on_edit(self) -> None:
+        # An error is about the value that was refused: once that value changes it no longer applies.
+        def clear(*rows: str) -> Callable[..., None]:
+            def cleared(*_args: object) -> None:
+                for row in rows:
+                    self.rows[row].clear_error()
+
+            return cleared
+
+        self.title_input.textChanged.connect(clear("title"))
+        self.words_input.textChanged.connect(clear("instruction"))
+        self.kind_combo.currentIndexChanged.connect(clear("schedule"))
+        self.time_input.textChanged.connect(clear("schedule.time", "schedule"))
+        self.workdays.toggled.connect(clear("schedule.time", "schedule.days", "schedule"))
+        for made in self.day_buttons:
+            made.toggled.connect(clear("schedule.days", "schedule"))
+        self.minutes_input.textChanged.connect(clear("schedule.minutes", "schedule"))
+        self.at_input.textChanged.connect(clear("schedule.at", "schedule"))
+        self.cron_input.textChanged.connect(clear("schedule.cron", "schedule"))
+        self.mode_toggle.chosen.connect(clear("mode"))
+
     # -- the schedule ----------------------------------------------------------------------------------
 
     def kind(self) -> str:
@@ -398,7 +473,7 @@ class RuleEditor(QDialog):
 
     def field_error(self, field: str) -> str:
         """What is shown under a field's row ('' when nothing): tests read this."""
-        row = self.rows.get(error_row(field) or field)
+        row = self.rows.get(error_row(field, self.kind()) or field)
         return row.error_text if row is not None else ""
 
     def submit(self) -> None:
@@ -441,14 +516,44 @@ class RuleEditor(QDialog):
     def _failed(self, exc: Exception) -> None:
         self._set_busy(False)
         if isinstance(exc, InvalidInputError):
-            key = error_row(exc.field)
+            key = error_row(exc.field, self.kind())
             row = self.rows.get(key) if key else None
             if row is not None and row.isVisibleTo(self):
                 row.show_error(error_words(exc))
+                self._focus_field(key)
+                # After the layout has taken the new line in: grow to fit it, so no scroll bar narrows
+                # the inputs (it only appears when the screen has no more room).
+                QTimer.singleShot(0, self._fit_height)
                 return
         log.info("rule refused: %s", reason(exc))
         self.error.setText(t("rules.editor.failed", reason=reason(exc)))
         self.error.show()
+        self.save_button.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def _fit_height(self) -> None:
+        page = self.form_page
+        view = self.form_scroll.viewport()
+        needed = page.heightForWidth(view.width()) if page.hasHeightForWidth() else page.sizeHint().height()
+        extra = needed - view.height()
+        if extra <= 0:
+            return
+        screen = self.screen()
+        room = screen.availableGeometry().height() if screen is not None else self.height() + extra
+        self.resize(self.width(), min(self.height() + extra, room))
+        self._focus_field_visible()
+
+    def _focus_field_visible(self) -> None:
+        focused = QApplication.focusWidget()
+        if focused is not None and self.form_page.isAncestorOf(focused):
+            self.form_scroll.ensureWidgetVisible(focused)
+
+    def _focus_field(self, row: str) -> None:
+        """Put the cursor where the fix goes (not on 标题, where a disabled 保存 would hand it)."""
+        widget = self.field_widget(row)
+        if widget is None:
+            return
+        widget.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.form_scroll.ensureWidgetVisible(widget)
 
     def _set_busy(self, busy: bool) -> None:
         self.save_button.setEnabled(not busy)
