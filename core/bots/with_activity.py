@@ -30,6 +30,9 @@ class BotsWithActivity:
     async def update(self, bot_id: str, changes: BotUpdate) -> BotView:
         return await self._bots.update(bot_id, changes)
 
+    async def keep_keys_in_file(self) -> None:
+        await self._bots.keep_keys_in_file()
+
     async def test_connection(
         self,
         base_url: str,
