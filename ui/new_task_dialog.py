@@ -7,8 +7,9 @@
     机器人      [天天 ▾]          (only with more than one bot)
                                         [取消] [创建]
 
-The dialog only gathers the words; the injected `create(bot_id, title, brief)` does the work (the window
-binds it to the task service). A refusal (nothing to do, too many open tasks, ...) is said in the dialog,
+The dialog only gathers the words; the injected `create(bot_id, title, brief)` does the work (the app
+binds it to `core.tasks.own_conversation`: the task gets a new conversation of its own, titled after it,
+never the one open last). A refusal (nothing to do, too many open tasks, ...) is said in the dialog,
 which stays open with everything typed; success closes it. `created(result)` carries what `create`
 returned.
 """
@@ -97,7 +98,7 @@ class NewTaskDialog(QDialog):
         bot_line.addStretch(1)
         self.rows: dict[str, FieldRow] = {
             "title": FieldRow(t("newtask.task_title"), self.title_input, parent=section),
-            "text": FieldRow(t("newtask.brief"), self.brief_input, t("newtask.brief_hint"), section),
+            "text": FieldRow(t("newtask.brief"), self.brief_input, t("newtask.brief_hint_own"), section),
             "bot": FieldRow(t("newtask.bot"), bot_line, parent=section),
         }
         for key, row in self.rows.items():

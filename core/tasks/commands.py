@@ -35,6 +35,7 @@ from core.tasks.prompts import task_brief
 from core.tasks.reads import TaskReads
 from core.tasks.runner import TaskRunner, task_session_id
 from core.tasks.stage import BUDGET
+from core.tasks.titles import title_from
 from core.tasks.views import TaskDetail, TaskView
 
 if TYPE_CHECKING:
@@ -44,7 +45,6 @@ MAX_OPEN_TASKS = 10
 MAX_TEXT = 100_000  # a person's words, a brief or a follow-up, as for a chat message
 DEFAULT_BUDGET_USD = 1.0
 MAX_BUDGET_USD = 1000.0
-TITLE_LENGTH = 40
 
 
 class ChatReserve(Protocol):
@@ -111,7 +111,7 @@ class TaskCommands:
                 "for chat. Raise the limit or top up, then start the task again."
             )
         conversation_id = await conversation_for(self._db, self._bus, self._clock, bot.id, conversation_id)
-        title = (title.strip() or _title_from(words))[:80]
+        title = (title.strip() or title_from(words))[:80]
         task_id = new_id("t")
         folder = task_folder(Path(bot.workspace), title, task_id)
         await asyncio.to_thread((folder / ".task").mkdir, parents=True, exist_ok=True)
@@ -336,11 +336,6 @@ class TaskCommands:
         )
         self._bus.publish(TaskChanged(task_id))
         return await self._reads.detail(task_id)
-
-
-def _title_from(words: str) -> str:
-    first = next((line.strip() for line in words.splitlines() if line.strip()), "")
-    return first[:TITLE_LENGTH] or "Task"
 
 
 def _queue_run(s: Session, task: TaskRecord, cause: RunCause, now: float) -> str:
