@@ -56,7 +56,8 @@ def run_gui(data_dir: Path) -> int:
     if reason:
         print(f"errand: {reason}", file=sys.stderr)
         return 2
-    setup_logging(data_dir, to_stderr=False)
+    # ERRAND_LOG_STDERR=1 logs to stderr too, as `serve` does: for a terminal, and tests that wait on a line.
+    setup_logging(data_dir, to_stderr=os.environ.get("ERRAND_LOG_STDERR") == "1")
     return _run(data_dir)
 
 

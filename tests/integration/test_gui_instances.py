@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 def _gui_env(model_server: ScriptedModelServer, home: Path) -> dict[str, str]:
     env = serve_env(model_server, home)
     env["QT_QPA_PLATFORM"] = "offscreen"
+    env["ERRAND_LOG_STDERR"] = "1"  # the tests wait on the app's log lines
     return env
 
 
@@ -52,11 +53,14 @@ def _log(data_dir: Path) -> str:
 
 
 async def _logged(data_dir: Path, words: str, proc: asyncio.subprocess.Process) -> None:
-    """Until the app's log says `words`. The app prints nothing of its own, its log is how it tells."""
+    """Until the app logs `words` (on stderr too, with ERRAND_LOG_STDERR=1): each line is awaited."""
+    assert proc.stderr is not None
     async with asyncio.timeout(60):
-        while words not in _log(data_dir):
-            assert proc.returncode is None, "the app exited before it said: " + words
-            await asyncio.sleep(0.05)
+        while True:
+            line = await proc.stderr.readline()
+            assert line, "the app exited before it said: " + words
+            if words in line.decode(errors="replace"):
+                return
 
 
 async def _second_launch(data_dir: Path, env: dict[str, str]) -> tuple[int | None, str]:
