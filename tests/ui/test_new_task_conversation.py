@@ -45,6 +45,13 @@ async def host(tmp_path: Path, model_server: ScriptedModelServer) -> AsyncIterat
     await made.stop()
 
 
+async def stopped(host: Host) -> None:
+    """Stop the host while the test still runs the loop: the task's first run may still be opening its
+    session, and once the test returns, pytest-qt processes Qt events with no asyncio loop running, so
+    that run's next step would fail for want of a loop. Stopping twice is safe (the fixture does it too)."""
+    await host.stop()
+
+
 def open_dialog() -> NewTaskDialog | None:
     shown = [w for w in QApplication.topLevelWidgets() if isinstance(w, NewTaskDialog) and w.isVisible()]
     return shown[0] if shown else None
@@ -96,6 +103,7 @@ async def test_a_new_task_gets_its_own_conversation_and_the_open_one_gets_nothin
     await wait_until(lambda: window.conversation_list.conversation(titled[0].id) is not None, timeout=5)
     shown = window.conversation_list.conversation(titled[0].id)
     assert shown is not None and shown.title == "Chengdu flights"
+    await stopped(host)
     actions.shutdown()
     window.shutdown()
     bridge.close()
@@ -118,6 +126,7 @@ async def test_without_a_title_the_conversation_is_named_after_the_first_line_cu
     assert len(task.title) <= 40
     conversation = next(c for c in await host.chat.list_conversations() if c.id == task.conversation_id)
     assert conversation.title == task.title
+    await stopped(host)
     actions.shutdown()
     window.shutdown()
     bridge.close()
