@@ -157,6 +157,10 @@ def _add_group_admission(conn: Connection) -> None:
     add_column(conn, "channel_peers", Column("admission", String, nullable=False, server_default=""))
 
 
+def _add_message_rule_id(conn: Connection) -> None:
+    add_column(conn, "messages", Column("rule_id", String, nullable=False, server_default=""))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -187,7 +191,8 @@ MIGRATIONS: list[Migration] = [
         "channel_peers.title, channel_peers.admission: groups a bot works in only once admitted",
         _add_group_admission,
     ),
-    # Append here: Migration(13, "...", _function_taking_a_connection),
+    Migration(13, "messages.rule_id: a rule's message names the rule that sent it", _add_message_rule_id),
+    # Append here: Migration(14, "...", _function_taking_a_connection),
 ]
 
 

@@ -80,6 +80,7 @@ class MessageRow(Base):
     input_id: Mapped[str] = mapped_column(default="", server_default="")
     turn_id: Mapped[str] = mapped_column(default="", server_default="")
     task_id: Mapped[str] = mapped_column(default="", server_default="")  # set on a task's pushed result
+    rule_id: Mapped[str] = mapped_column(default="", server_default="")  # set on a rule's pushed message
     model: Mapped[str] = mapped_column(default="", server_default="")
     tokens_in: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     tokens_out: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
