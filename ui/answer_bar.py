@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from core.errors import ErrandError, InvalidInputError
 from ui import theme
+from ui.escape_key import WIDGET, bind_escape
 from ui.i18n import language, t
 from ui.wrapped_label import WrappedLabel
 
@@ -128,12 +128,7 @@ class AnswerBar(QWidget):
         self.reply_input.setPlaceholderText(t("needs.reply_placeholder"))
         self.reply_input.setMaximumWidth(REPLY_MAX_WIDTH)
         self.reply_input.returnPressed.connect(self._send_reply)
-        QShortcut(
-            QKeySequence(Qt.Key.Key_Escape),
-            self.reply_input,
-            self._close_reply,
-            Qt.ShortcutContext.WidgetShortcut,
-        )
+        bind_escape(self.reply_input, self._close_reply, WIDGET)
         self.send_button = self._button(t("needs.send"), self._send_reply, "send", keep=False)
         self.send_button.setParent(self.reply_box)
         reply_row = QHBoxLayout(self.reply_box)

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -52,6 +51,7 @@ from ui.attention_row import AttentionRow
 from ui.bot_list import bot_avatar
 from ui.channel_rows import BotChannels, PanelChannelRow
 from ui.elided_text import ElidedText
+from ui.escape_key import WINDOW, bind_escape
 from ui.i18n import language, t
 from ui.link_flow import LinkFlow
 from ui.reloader import Reloader
@@ -243,9 +243,9 @@ class BotPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.stack)
-        QShortcut(
-            QKeySequence(Qt.Key.Key_Escape), self, self._escape, Qt.ShortcutContext.WidgetWithChildrenShortcut
-        )
+        # A drawer: Escape closes it from anywhere in the window, unless the focused field uses Escape itself
+        # (the search box clears its text first).
+        bind_escape(self, self._escape, WINDOW)
 
     # -- building --------------------------------------------------------------------------------------
 

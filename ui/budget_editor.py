@@ -18,7 +18,6 @@ import logging
 import math
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from core.errors import InvalidInputError
@@ -29,6 +28,7 @@ from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.cost_words import amount, limit, task_budget_line
 from ui.delete_confirm import small_button
+from ui.escape_key import WIDGET, bind_escape
 from ui.i18n import t
 from ui.task_list import section_label
 from ui.wrapped_label import SELECTABLE, WrappedLabel
@@ -125,12 +125,7 @@ class BudgetSection(QWidget):
         self.input.setFixedWidth(INPUT_WIDTH)
         self.input.setAccessibleName(t("task.budget"))
         self.input.returnPressed.connect(self.save)
-        QShortcut(
-            QKeySequence(Qt.Key.Key_Escape),
-            self.input,
-            self.close_editor,
-            Qt.ShortcutContext.WidgetShortcut,
-        )
+        bind_escape(self.input, self.close_editor, WIDGET)
         self.save_button = small_button(t("cost.budget.save"), "budgetSaveButton", self.save, self.editor)
         self.cancel_button = small_button(
             t("cost.budget.cancel"), "budgetCancelButton", self.close_editor, self.editor

@@ -26,7 +26,7 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QColor, QFontMetrics, QKeySequence, QPainter, QPainterPath, QResizeEvent, QShortcut
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -47,6 +47,7 @@ from core.tasks.facade import TaskFacade
 from core.tasks.views import TaskView
 from ui import formatting, theme
 from ui.chat_view import MAX_COLUMN_WIDTH, MIN_SIDE_MARGIN
+from ui.escape_key import bind_escape
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.task_chip import dot_state
@@ -156,12 +157,7 @@ class TaskPane(QWidget):
         layout.setSpacing(0)
         layout.addWidget(self.header)
         layout.addWidget(self._scroll, 1)
-        QShortcut(
-            QKeySequence(Qt.Key.Key_Escape),
-            self,
-            self.backRequested.emit,
-            Qt.ShortcutContext.WidgetWithChildrenShortcut,
-        )
+        bind_escape(self, self.backRequested.emit)
         self._fit_column(self.width())
 
     def set_title(self, title: str) -> None:
