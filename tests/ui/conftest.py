@@ -16,18 +16,22 @@ os.environ.setdefault("ERRAND_THEME", "light")
 import asyncio
 import gc
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from pathlib import Path
 
 import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from core.host import Host
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_rules import FakeRuleFacade
 from tests.fakes.fake_tasks import FakeTaskFacade
+from tests.fakes.model_server import ScriptedModelServer
+from tests.integration.host_fixtures import make_host
 from ui import i18n, theme
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
@@ -135,3 +139,19 @@ def full_window(
     qtbot.addWidget(made)
     made.show()
     return made
+
+
+@pytest.fixture
+async def model_server() -> AsyncIterator[ScriptedModelServer]:
+    """The scripted model over real HTTP on 127.0.0.1, for tests of the window over a real host."""
+    async with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def host(tmp_path: Path, model_server: ScriptedModelServer) -> AsyncIterator[Host]:
+    """A real host (SQLite file, agent runtime) talking to `model_server`, on the qasync loop."""
+    made = make_host(tmp_path / "data", model_server.base_url, home=tmp_path / "home")
+    await made.start()
+    yield made
+    await made.stop()

@@ -7,9 +7,6 @@ app's WindowActions, on the qasync loop."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
@@ -22,27 +19,11 @@ from core.host import Host
 from core.tasks.own_conversation import start_in_own_conversation
 from core.tasks.titles import title_from
 from core.tasks.views import TaskView
-from tests.fakes.model_server import ScriptedModelServer
-from tests.integration.host_fixtures import make_host
 from tests.ui.conftest import wait_until
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
 from ui.message_widgets import AssistantMessage
 from ui.new_task_dialog import NewTaskDialog
-
-
-@pytest.fixture
-async def model_server() -> AsyncIterator[ScriptedModelServer]:
-    async with ScriptedModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def host(tmp_path: Path, model_server: ScriptedModelServer) -> AsyncIterator[Host]:
-    made = make_host(tmp_path / "data", model_server.base_url, home=tmp_path / "home")
-    await made.start()
-    yield made
-    await made.stop()
 
 
 async def stopped(host: Host) -> None:

@@ -6,10 +6,8 @@ Real SQLite file, real agent runtime, the scripted model over real HTTP, all on 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QPlainTextEdit
@@ -23,27 +21,12 @@ from core.host import Host
 from tests.fakes.fake_notifier import FakeNotifier
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.fakes.secrets import MemorySecretStore
-from tests.integration.host_fixtures import make_host
 from tests.ui.conftest import wait_until
 from tests.ui.test_chat_view import child, live_text, visible_messages
 from ui.bridge import EventBridge
 from ui.first_run import FirstRunCard
 from ui.main_window import MainWindow
 from ui.message_widgets import AssistantMessage
-
-
-@pytest.fixture
-async def model_server() -> AsyncIterator[ScriptedModelServer]:
-    async with ScriptedModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def host(tmp_path: Path, model_server: ScriptedModelServer) -> AsyncIterator[Host]:
-    made = make_host(tmp_path / "data", model_server.base_url, home=tmp_path / "home")
-    await made.start()
-    yield made
-    await made.stop()
 
 
 async def test_a_typed_message_streams_a_reply_and_shows_its_steps(
