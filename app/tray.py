@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QMenu, QSystemTrayIcon, QToolButton, QWidget
 
+from app.told_once import ToldOnce
 from app.tray_badge import badge_text, badged_icon
 from core.bots.facade import BotFacade
 from core.bots.views import BotUpdate
@@ -193,22 +194,11 @@ class PauseControl:
         self.refresh()  # the checkmark goes back to what the bots really are
 
 
-class NoTrayNote:
-    """Without a tray, the window says once (ever, per data dir) that it stays open and closing it quits.
-    "Told" is a marker file under the data dir: simple, and it survives restarts."""
+class NoTrayNote(ToldOnce):
+    """Without a tray, the window says once (ever, per data dir) that it stays open and closing it quits."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / "ui" / "no-tray-told"
-
-    def told(self) -> bool:
-        return self.path.exists()
-
-    def mark_told(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("1\n", encoding="utf-8")
-        except OSError:
-            log.warning("cannot remember that the no-tray note was shown (%s)", self.path)
+        super().__init__(data_dir / "ui" / "no-tray-told")
 
     def show_once(self, window: QMainWindow) -> QWidget | None:
         """Put a quiet, dismissable line at the bottom of the window the first time; the widget, or None

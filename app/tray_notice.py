@@ -6,32 +6,13 @@ gone; finding it still answering from the tray, unexplained, reads as a bug.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from app.told_once import ToldOnce
 from ui.i18n import t
 
-log = logging.getLogger(__name__)
-
 ShowMessage = Callable[[str, str], object]
-
-
-class ToldOnce:
-    """Whether something was said already, remembered in a marker file."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def told(self) -> bool:
-        return self.path.exists()
-
-    def mark_told(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("1\n", encoding="utf-8")
-        except OSError:
-            log.warning("cannot remember that %s was said (%s)", self.path.name, self.path)
 
 
 class ClosedToTrayNotice:
