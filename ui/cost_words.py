@@ -42,10 +42,9 @@ def spent(usd: float, other: Mapping[str, float], unpriced_calls: int) -> str:
 
 
 def model_priced(task: TaskView) -> bool | None:
-    """Whether the task's model has a price (None: not known). TaskView does not say it yet; once it carries
-    `model_priced`, a task on an unpriced model reads 「未定价」 before its first call is counted."""
-    value = getattr(task, "model_priced", None)
-    return value if isinstance(value, bool) else None
+    """Whether the task's model has a price (None: not known, no run works now): a task on an unpriced
+    model reads 「未定价」 before its first call is counted."""
+    return task.model_priced
 
 
 def task_money(task: TaskView, priced: bool | None = None) -> str:

@@ -1,8 +1,9 @@
 """One task (docs/desktop.md#task-detail): its stage as a dot plus words, how long, 约 $0.08 / $1.00;
 then one well with 来自 (the channel, the time and the user's words, which open that conversation),
-最新进展, 预算 (with 改, `ui.budget_editor`) and 文件夹 (its sizes and 打开, and the cleanup date with 保留
-when one is set); then each run as a folded 处理过程 line with its cost; then 停止 (while it works or waits
-for you), 导出 (`ui.export_action`) and 删除 (after an inline confirm).
+最新进展 (the files it names linked, `ui.task_result`), 预算 (with 改, `ui.budget_editor`) and 文件夹
+(its sizes and 打开, and the cleanup date with 保留 when one is set); then each run as a folded 处理过程 line
+with its cost; then 停止 (while it works or waits for you), 导出 (`ui.export_action`) and 删除 (after an
+inline confirm).
 
 `TaskDetailBody` is the detail itself. The main pane shows it in `TaskDetailView` (a pane with ‹ back and the
 title in its header); the bot info panel shows the same class in place, with the title on its first line.
@@ -42,7 +43,8 @@ from ui.task_detail_sections import (
     task_age,
 )
 from ui.task_list import TaskPane, reason, section_label
-from ui.wrapped_label import SELECTABLE, WrappedLabel
+from ui.task_result import TaskResult
+from ui.wrapped_label import WrappedLabel
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +145,10 @@ class TaskDetailBody(QWidget):
         self.words_label = self.origin.words
         facts.addWidget(self.origin)
         facts.addSpacing(8)
-        self.latest_label = self._fact(facts, t("task.latest"), "taskLatest")
+        facts.addWidget(section_label(t("task.latest"), self.well))
+        self.result = TaskResult(self.well)
+        self.latest_label = self.result.label
+        facts.addWidget(self.result)
         facts.addSpacing(8)
         self.budget = BudgetSection(self._tasks, self.well)
         self.budget.saved.connect(self._budget_saved)
@@ -205,15 +210,6 @@ class TaskDetailBody(QWidget):
 
     def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
         return small_button(text, name, slot, self)
-
-    def _fact(self, layout: QVBoxLayout, caption: str, name: str) -> WrappedLabel:
-        layout.addWidget(section_label(caption, self.well))
-        value = WrappedLabel("", self.well)
-        value.setObjectName(name)
-        value.setTextFormat(Qt.TextFormat.PlainText)
-        value.setTextInteractionFlags(SELECTABLE)
-        layout.addWidget(value)
-        return value
 
     # -- what the owner drives -------------------------------------------------------------------------
 
@@ -311,11 +307,7 @@ class TaskDetailBody(QWidget):
         self.spent_label.setText("·  " + "  ·  ".join(facts) if facts else "")
         words = detail.words.strip()
         self.origin.set_origin(task, words if len(words) <= WORDS_LIMIT else words[:WORDS_LIMIT] + "…")
-        latest = task.latest_line.strip()
-        self.latest_label.setText(latest or t("task.no_latest"))
-        self.latest_label.setProperty("role", "" if latest else "faint")
-        self.latest_label.style().unpolish(self.latest_label)
-        self.latest_label.style().polish(self.latest_label)
+        self.result.set_detail(detail)
         self.budget.set_task(task)
         self.folder.set_detail(detail)
         self.export.set_target(task.id, task.title)

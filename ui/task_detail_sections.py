@@ -17,8 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 import shiboken6
-from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from core.activity_steps import ActivityStep, dropped_count
@@ -30,6 +29,7 @@ from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.cost_words import model_priced, run_cost, task_money
 from ui.i18n import t
+from ui.open_failure import OpenFailure
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
 from ui.task_chip import PressableRow
@@ -134,9 +134,13 @@ def run_span(run: RunView, now: float) -> str:
 
 
 def model_wait_since(run: RunView) -> float | None:
-    """When the run began waiting on the model, or None when it is not known to. A running run with no step
-    yet has sent its first request and waits for the reply (the view model says no more: see
-    docs/desktop.md#task-detail)."""
+    """When the run began waiting on the model, or None when it is not waiting on it. The core says when
+    its current request went out (after any number of steps); a running run with no step yet that the core
+    has not said so of has sent its first request anyway (docs/desktop.md#task-detail)."""
+    if run.state == "ended":
+        return None
+    if run.model_wait_since is not None:
+        return run.model_wait_since
     if run.state == "running" and run.steps == 0 and run.started_at > 0:
         return run.started_at
     return None
@@ -246,8 +250,9 @@ class OriginRow(PressableRow):
 
 
 class FolderSection(QWidget):
-    """文件夹: the path (cut in the middle when narrow) with its size and 打开, the session record's size
-    under it, and the cleanup date
+    """文件夹: the path (cut in the middle when narrow) with its size and 打开 (which says so, with the path
+    to copy, when nothing on the computer opens folders), the session record's size under it, and the
+    cleanup date
     with 保留 when one is set. 保留 goes through the TaskFacade without waiting; once it went through the
     line goes and `kept(TaskDetail)` tells the detail."""
 
@@ -288,6 +293,9 @@ class FolderSection(QWidget):
         self.session_size.setProperty("role", "faint")
         self.session_size.setFont(theme.font("small"))
         column.addWidget(self.session_size)
+        # 打开 that found no file manager says so here, with the path to copy.
+        self.open_failure = OpenFailure(self)
+        column.addWidget(self.open_failure)
         self._build_cleanup(column)
 
     def _build_cleanup(self, column: QVBoxLayout) -> None:
@@ -331,6 +339,7 @@ class FolderSection(QWidget):
         if detail.task.id != self._task_id:
             self._task_id = detail.task.id
             self.keep_error.hide()
+            self.open_failure.hide()
         self.folder_label.set_full_text(detail.folder)
         self.folder_size.setText(human_size(detail.folder_bytes) if detail.folder_bytes > 0 else "")
         self.folder_size.setVisible(detail.folder_bytes > 0)
@@ -382,7 +391,7 @@ class FolderSection(QWidget):
     def _on_open_folder(self) -> None:
         folder = self.folder_label.full_text()
         if folder:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(folder))
+            self.open_failure.open(folder, folder=True)
 
 
 class RunSection(QWidget):

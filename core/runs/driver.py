@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 W = TypeVar("W")
 
 NO_RESULT = text("zh", "run.no_result")
+# Any usage is priced when the model has a price at all: this one only asks whether it has.
+PROBE_USAGE = ev.Usage(input_tokens=1000, output_tokens=1000)
 # Inputs kept in `run_inputs` have ids like this; the others (a rule's start, its nudge) exist only in the
 # session, so there is no row to mark taken.
 STORED_INPUT_PREFIX = "i_"
@@ -169,6 +171,12 @@ class RunDriver(Generic[W]):
             return
         if isinstance(event, ev.InputTaken) and event.input_id.startswith(STORED_INPUT_PREFIX):
             self.spawn(self._mark_taken(event.input_id))
+        if isinstance(event, ev.ModelRequestStarted):
+            run.model_wait_since = self._clock.time()
+            # Not a step, but the run's line changes: it says it waits on the model from now.
+            self._policy.step_added(run)
+        elif isinstance(event, ev.AssistantMessage | ev.TurnEnded):
+            run.model_wait_since = None
         if isinstance(event, ev.AssistantMessage):
             run.tokens_in += event.usage.input_tokens
             run.tokens_out += event.usage.output_tokens
@@ -178,6 +186,7 @@ class RunDriver(Generic[W]):
         if isinstance(event, ev.TurnEnded):
             if event.outcome == "error":
                 run.error = event.error
+                run.error_words = dict(event.error_words)
             if self._policy.saves_every_turn:
                 self.spawn(self.save_activity(run))
             self.spawn(self._check_settled(run.run_id))
@@ -209,6 +218,12 @@ class RunDriver(Generic[W]):
         if ending is not None:
             run.over_budget = True
             self.spawn(self._stop_at(run.run_id, ending))
+
+    def model_priced(self, run: LiveRun[W]) -> bool:
+        """Whether the run's model has a known price (the user's own or the catalogue's), so its spend can
+        be said from the first call on: a model without one is 「未定价」 from the start."""
+        model = run.session.spec.model.model
+        return self._meter.price(model, run.base_url, PROBE_USAGE, configured=model) is not None
 
     def _jobs_running(self, session_id: str) -> bool:
         return self._runtime is not None and bool(self._runtime.jobs.running(session_id))

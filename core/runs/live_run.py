@@ -7,6 +7,7 @@ what only the kind of run cares about (the task and its budget, or the rule and 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -31,7 +32,12 @@ class LiveRun(Generic[W]):
     base_url: str = ""  # the model's address, which prices its responses
     activity: ActivityLog = field(default_factory=ActivityLog)
     report: Report | None = None  # the latest Report that ends the run
-    error: str = ""  # the last turn's error, when it ended in one
+    error: str = ""  # the last turn's error, when it ended in one (English, as the API reads it)
+    # The same error in each language a person may read it ({"zh": ..., "en": ...}); empty: only `error`.
+    error_words: Mapping[str, str] = field(default_factory=dict)
+    # When its current model request was sent (wall clock), until the answer (or the turn's end) arrives;
+    # None while it is not waiting on the model. The task detail says 「等模型回复 · 12 秒」 from it.
+    model_wait_since: float | None = None
     nudged: bool = False
     tokens_in: int = 0
     tokens_out: int = 0

@@ -62,8 +62,14 @@ class TaskReads:
             lambda s: load_state(s, task, active=self._runner.active_run(task.id) is not None)
         )
 
+    def _view(self, state: TaskState, lang: Language) -> TaskView:
+        """The task as the UI and the API read it, with what only the working run knows."""
+        runner = self._runner
+        priced = runner.model_priced(state.task.id)
+        return state.view(lang, model_priced=priced, error_words=runner.error_words)
+
     async def view(self, task_id: str, lang: Language = "zh") -> TaskView:
-        return (await self.state(await self.task(task_id))).view(lang)
+        return self._view(await self.state(await self.task(task_id)), lang)
 
     async def list_tasks(
         self, *, bot_id: str | None = None, groups: list[str] | None = None, lang: Language = "zh"
@@ -78,7 +84,7 @@ class TaskReads:
         active = {t.id for t in shown if self._runner.active_run(t.id) is not None}
         # One trip to the database thread for every task's state: the list is re-read on each change.
         states = await self._db.read(lambda s: load_states(s, shown, active=active))
-        views = [state.view(lang) for state in states]
+        views = [self._view(state, lang) for state in states]
         return [v for v in views if not groups or v.group in groups]
 
     async def detail(self, task_id: str, lang: Language = "zh") -> TaskDetail:
@@ -95,7 +101,7 @@ class TaskReads:
                 cause=r.cause,
                 state=r.state,
                 outcome=r.outcome,
-                error=r.error,
+                error=self._runner.error_words(r.id).get(lang) or r.error,
                 steps=len(live) if (live := self._runner.live_steps(r.id)) is not None else len(r.activity),
                 tokens_in=r.tokens_in,
                 tokens_out=r.tokens_out,
@@ -106,11 +112,12 @@ class TaskReads:
                 cost_other=r.cost_other,
                 unpriced_calls=r.unpriced_calls,
                 report=_decoded_report(r.report),
+                model_wait_since=self._runner.model_wait_since(r.id),
             )
             for r in state.runs
         )
         return TaskDetail(
-            task=state.view(lang),
+            task=self._view(state, lang),
             words=words,
             brief=task.brief,
             folder=task.folder,
@@ -129,7 +136,7 @@ class TaskReads:
         for task in tasks:
             if not task.origin_ref.startswith("turn:"):
                 continue
-            view = (await self.state(task)).view(lang)
+            view = self._view(await self.state(task), lang)
             chip = TaskChip(task.id, task.title, view.stage_label, view.group, view.stage)
             chips.setdefault(task.origin_ref.removeprefix("turn:"), []).append(chip)
         return chips

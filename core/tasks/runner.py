@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,7 @@ from core.store.amounts import add_amounts
 from core.store.database import Database
 from core.store.runs import RunOutcome, RunRecord
 from core.store.tasks import TaskRecord
+from core.tasks.language import language_of
 from core.tasks.prompts import NUDGE, SETTLE_LIMIT_NOTE, TASK_SECTION
 from core.tasks.report import Report
 from core.tasks.slots import Priority, SlotError, Slots, pick, priority_of
@@ -68,6 +69,8 @@ RESUME_NOTE = (
     "[Paused while the bot's remaining balance was kept for chat; it is available again] "
     "Continue where you left off."
 )
+# How many failed runs' reasons are kept in every language; older ones read in English.
+KEPT_ERROR_WORDS = 500
 STOPPED_REFUSAL = "This task was stopped by the user. Do nothing more."
 TASK_PREFIX = "task-"
 
@@ -114,6 +117,8 @@ class TaskRunPolicy:
     release: Callable[[str], None]  # gives the run's slot back, so the next queued run may start
     on_finished: Finished
     owed_pushes: OwedPushes
+    # Run id -> a failed run's reason per language, for the reads (the store keeps only the English).
+    error_words: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def changed(self, run: TaskRun) -> None:
         self.bus.publish(TaskChanged(run.work.task_id))
@@ -203,6 +208,12 @@ class TaskRunPolicy:
     async def record_end(self, run_id: str, run: TaskRun | None, ending: Ending, *, notify: bool) -> None:
         now = self.clock.time()
         report = run.report if run else None
+        # The model's error in each language, when the run failed with it (not a cap or a missing Report).
+        words = dict(run.error_words) if run and ending.error and ending.error == run.error else {}
+        if words:
+            self.error_words[run_id] = words
+            while len(self.error_words) > KEPT_ERROR_WORDS:
+                del self.error_words[next(iter(self.error_words))]
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report else None
         outcome = ending.outcome
 
@@ -223,7 +234,9 @@ class TaskRunPolicy:
                 task_rows.update_task(s, task.id, now=now, last_used_at=now)
             ended, current = run_rows.get_run(s, run_id), task_rows.get_task(s, record.task_id)
             if notify and ended is not None and current is not None:
-                self.owed_pushes(s, ended, current, report)
+                # The push reads the reason in the conversation's language; the row keeps the English.
+                said = words.get(language_of(current.brief))
+                self.owed_pushes(s, replace(ended, error=said) if said else ended, current, report)
             return ended, current
 
         ended, task = await self.db.write(end)
@@ -303,6 +316,22 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         stored activity is written only when a turn ends."""
         run = self._driver.live(run_id)
         return run.activity.to_json() if run else None
+
+    def model_wait_since(self, run_id: str) -> float | None:
+        """When the working run sent the model request it still waits on; None when it waits on none."""
+        run = self._driver.live(run_id)
+        return run.model_wait_since if run else None
+
+    def model_priced(self, task_id: str) -> bool | None:
+        """Whether the model the task's working run talks to has a price (the user's own included); None
+        when no run works, so the model is not known here."""
+        run = next((r for r in self._driver.runs() if r.work.task_id == task_id), None)
+        return self._driver.model_priced(run) if run else None
+
+    def error_words(self, run_id: str) -> Mapping[str, str]:
+        """A failed run's reason per language ({"zh": ..., "en": ...}) when this host ended it; empty
+        otherwise (the stored English is all there is)."""
+        return self._policy.error_words.get(run_id, {})
 
     def record_report(self, session_id: str, report: Report) -> bool:
         """Keep the latest Report of the run this session works for; False when no run is active."""

@@ -25,6 +25,9 @@ class TaskView:
     # Costs priced in other currencies (a user's override), never added to USD; calls with no known price.
     spent_other: dict[str, float] = field(default_factory=dict)
     unpriced_calls: int = 0
+    # Whether the model its working run talks to has a price (a user's own included); None when not known
+    # (no run works now). An unpriced model's task says 「未定价」 from the start, not 「约 $0.00」 first.
+    model_priced: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +47,7 @@ class TaskView:
             "budgetUsd": self.budget_usd,
             "spentOther": self.spent_other,
             "unpricedCalls": self.unpriced_calls,
+            "modelPriced": self.model_priced,
         }
 
 
@@ -64,6 +68,9 @@ class RunView:
     cost_other: dict[str, float] = field(default_factory=dict)
     unpriced_calls: int = 0
     report: dict[str, Any] | None = None  # the run's Report, when it gave one
+    # When the working run sent the model request it still waits on (wall clock); None when it waits on
+    # none. The detail says 「等模型回复 · 12 秒」 from it, also after the run's first steps.
+    model_wait_since: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +89,7 @@ class RunView:
             "costOther": self.cost_other,
             "unpricedCalls": self.unpriced_calls,
             "report": self.report,
+            "modelWaitSince": self.model_wait_since,
         }
 
 

@@ -58,6 +58,8 @@ class FakeTask:
     session_bytes: int = 0
     cleanup_at: float = 0.0
     idle_since: float = 0.0
+    model_priced: bool | None = None  # whether its working run's model has a price (None: not known)
+    report: dict[str, Any] | None = None  # the task's latest Report, as the detail reads it
 
     def view(self, lang: str) -> TaskView:
         stage = stage_of(self.stage)
@@ -78,6 +80,7 @@ class FakeTask:
             budget_usd=self.budget_usd,
             spent_other=dict(self.spent_other),
             unpriced_calls=self.unpriced_calls,
+            model_priced=self.model_priced,
         )
 
 
@@ -92,8 +95,10 @@ def run(
     cost_usd: float = 0.0,
     cost_other: dict[str, float] | None = None,
     unpriced_calls: int = 0,
+    model_wait_since: float | None = None,
 ) -> RunView:
     return RunView(
+        model_wait_since=model_wait_since,
         id=f"r_{cause}_{started_at:.0f}",
         cause=cause,
         state=state,
@@ -168,7 +173,7 @@ class FakeTaskFacade:
             folder=task.folder,
             folder_bytes=task.folder_bytes,
             session_bytes=task.session_bytes,
-            report=None,
+            report=task.report,
             runs=task.runs,
             cleanup_at=task.cleanup_at,
             idle_since=task.idle_since,
@@ -266,6 +271,8 @@ class FakeTaskFacade:
         session_bytes: int = 0,
         cleanup_at: float = 0.0,
         idle_since: float = 0.0,
+        model_priced: bool | None = None,
+        report: dict[str, Any] | None = None,
     ) -> TaskView:
         stage_of(stage)  # fail early on a typo
         now = time.time()
@@ -290,6 +297,8 @@ class FakeTaskFacade:
             session_bytes=session_bytes,
             cleanup_at=cleanup_at,
             idle_since=idle_since,
+            model_priced=model_priced,
+            report=report,
         )
         self._tasks[task.id] = task
         self.bus.publish(TaskChanged(task.id))

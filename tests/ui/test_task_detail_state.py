@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from pytestqt.qtbot import QtBot
 
-from core.tasks.views import TaskView
 from tests.fakes.fake_tasks import FakeTaskFacade, run
 from tests.ui.conftest import wait_until
 from ui import i18n
@@ -126,22 +124,47 @@ async def test_in_chinese_the_model_wait_reads_as_asked(
     assert body.runs[0].line() == "第 1 次 · 开始 · 0 步 · 等模型回复 · 12 秒"
 
 
-@dataclass(frozen=True, slots=True)
-class UnpricedTaskView(TaskView):
-    """A task view that says its model has no price, as TaskView will once core carries it."""
-
-    model_priced: bool = False
-
-
-def unpriced_view(task: TaskView) -> UnpricedTaskView:
-    fields = {name: getattr(task, name) for name in TaskView.__dataclass_fields__}
-    return UnpricedTaskView(**fields)
-
-
 async def test_a_task_on_an_unpriced_model_says_unpriced_before_its_first_call_is_counted(
     tasks: FakeTaskFacade,
 ) -> None:
     i18n.use_language("zh")
-    task = unpriced_view(tasks.add_task("GPU 价格", spent_usd=0.0, budget_usd=1.0))
+    task = tasks.add_task("GPU 价格", spent_usd=0.0, budget_usd=1.0, model_priced=False)
     assert money(task) == "未定价 / $1.00"
     assert task_budget_line(task) == "未定价 / $1.00"
+
+
+async def test_a_working_task_says_unpriced_from_the_start_and_a_priced_one_its_amount(
+    body: TaskDetailBody, tasks: FakeTaskFacade, clock: Clock
+) -> None:
+    working = [run("launch", "running", steps=0, started_at=clock.now - 5)]
+    unpriced = tasks.add_task("Local model", runs=working, model_priced=False)
+    await shown(body, unpriced.id)
+    assert "not priced / $1.00" in body.spent_label.text()
+    assert "$0.00" not in body.spent_label.text()
+
+    priced = tasks.add_task("Cloud model", spent_usd=0.004, runs=working, model_priced=True)
+    await shown(body, priced.id)
+    assert "under $0.01 / $1.00" in body.spent_label.text()
+
+
+async def test_a_run_waiting_on_the_model_after_its_first_steps_says_so(
+    body: TaskDetailBody, tasks: FakeTaskFacade, clock: Clock
+) -> None:
+    started = clock.now - 90
+    stepped = run("launch", "running", steps=3, started_at=started)
+    task = tasks.add_task("GPU prices", runs=[stepped])
+    await shown(body, task.id)
+    assert body.runs[0].line().endswith("· working")  # between calls: a tool ran, nothing waits
+
+    # The next request went out: the core says since when it waits.
+    waiting = run("launch", "running", steps=3, started_at=started, model_wait_since=clock.now - 15)
+    changed(body, tasks, task.id, runs=[waiting])
+    await wait_until(lambda: "waiting for the model · 15 s" in body.runs[0].toggle.text())
+    assert body.runs[0].line() == "Run 1 · started · 3 steps · waiting for the model · 15 s"
+    clock.now += 4  # the display tick alone moves it on
+    await wait_until(lambda: "waiting for the model · 19 s" in body.runs[0].toggle.text())
+
+    # The answer came: one more step and no more waiting.
+    changed(body, tasks, task.id, runs=[run("launch", "running", steps=4, started_at=started)])
+    await wait_until(lambda: body.runs[0].run.steps == 4)
+    assert "waiting for the model" not in body.runs[0].line()
