@@ -1,6 +1,8 @@
 """`errand`: the tray app. Shows the window first, then starts the host on the same (qasync) loop.
 
-pydantic-ai is imported by `Host.start()` in a worker thread, after the window is on screen.
+pydantic-ai is imported by `Host.start()` in a worker thread, after the window is on screen; until the
+window's first read is shown, a calm skeleton stands in for its content (`ui.skeleton`). A language saved
+in Settings applies at once: the window is built again in it (`app.live_language`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from app.settings_from_env import model_override
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
 
+    from app.live_language import LiveLanguage
     from app.notifications import Notifications
     from app.power import PowerWatch
     from core.host import Host
     from ui.bridge import EventBridge
     from ui.main_window import MainWindow
+    from ui.skeleton import LoadingSkeleton
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +67,7 @@ def run_gui(data_dir: Path) -> int:
 
 def _application(data_dir: Path) -> QApplication:
     """The Qt application, named and styled with the person's choices from Settings (read before anything
-    is built: a language change takes a restart)."""
+    is built; a later language change rebuilds the window, see `app.live_language`)."""
     from PySide6.QtWidgets import QApplication
 
     from app.tray import app_icon
@@ -89,7 +93,7 @@ def _run(data_dir: Path) -> int:
     from app.window_actions import WindowActions
     from core.host import Host
     from ui.bridge import EventBridge
-    from ui.main_window import MainWindow
+    from ui.skeleton import LoadingSkeleton
 
     # ERRAND_STARTUP_PROBE=1 prints start-up timings and quits once the host is up (bench/startup.py).
     probe = os.environ.get("ERRAND_STARTUP_PROBE") == "1"
@@ -102,33 +106,28 @@ def _run(data_dir: Path) -> int:
 
     host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
     bridge = EventBridge(host.bus)
-    window = MainWindow(
-        host.chat,
-        bridge,
-        tasks=host.tasks,
-        attention=host.attention,
-        bots=host.desktop_bots,
-        rules=host.rules,
-        channels=host.channels,
-    )
+    live = _live_window(host, bridge)
+    window = live.window
+    skeleton = LoadingSkeleton(window)
     window.show()
     shown_at = _process_age()
     desktop = _Desktop(data_dir, host, bridge, window, quit_requested.set)
-    actions = WindowActions(host, window, app, bridge)
+    actions = WindowActions(host, window, app, bridge, switch_language=live.switch)
+    live.on_replaced(desktop.use_window)
+    live.on_replaced(actions.use_window)
     tray_at = _process_age()
     later_launches = InstanceServer(socket_name(data_dir), on_show=desktop.open_window)
     app.lastWindowClosed.connect(lambda: None if desktop.tray.available else quit_requested.set())
 
     async def main() -> int:
         try:
-            await host.start()
-            await window.refresh()
+            await _first_read(host, live, skeleton)
         except Exception:
             log.exception("the host failed to start")
             from PySide6.QtWidgets import QMessageBox
 
             QMessageBox.critical(
-                window, "Errand", f"Errand could not start. See {data_dir / 'logs' / 'errand.log'}."
+                live.window, "Errand", f"Errand could not start. See {data_dir / 'logs' / 'errand.log'}."
             )
             return 1
         desktop.host_started()
@@ -150,13 +149,45 @@ def _run(data_dir: Path) -> int:
         actions.shutdown()
         # Closed before the host stops: events from stopping must not start reads of a closing store.
         bridge.close()
-        window.shutdown()
+        live.window.shutdown()
         await host.stop()
         return 0
 
     with loop:
         code: int = loop.run_until_complete(main())
     return code
+
+
+async def _first_read(host: Host, live: LiveLanguage, skeleton: LoadingSkeleton) -> None:
+    """Start the host and show the window's first read, which takes the skeleton's place."""
+    first = live.window
+    try:
+        await host.start()
+        await first.refresh()
+        if live.window is not first:  # the language changed while the host was starting
+            await live.window.refresh()
+        live.refreshed = True
+    finally:
+        skeleton.remove()
+
+
+def _live_window(host: Host, bridge: EventBridge) -> LiveLanguage:
+    """The main window over the host's facades, built again whenever the language changes."""
+    from app.live_language import LiveLanguage
+    from ui.main_window import MainWindow
+
+    def build_window() -> MainWindow:
+        return MainWindow(
+            host.chat,
+            bridge,
+            tasks=host.tasks,
+            attention=host.attention,
+            bots=host.desktop_bots,
+            rules=host.rules,
+            channels=host.channels,
+        )
+
+    return LiveLanguage(build_window)
 
 
 def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
@@ -171,7 +202,8 @@ def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) 
 
 class _Desktop:
     """The parts around the window: tray (badge, menu), OS notifications, sleep/resume. The tray comes up
-    with the window; the rest once the host has started, since they read through it."""
+    with the window; the rest once the host has started, since they read through it. After a language
+    change `use_window` moves them onto the rebuilt window."""
 
     def __init__(
         self,
@@ -205,10 +237,29 @@ class _Desktop:
             log.info("no system tray here: closing the window quits Errand")
             NoTrayNote(data_dir).show_once(window)
 
+    @property
+    def window(self) -> MainWindow:
+        return self._window
+
+    def use_window(self, window: MainWindow) -> None:
+        """The window was rebuilt (a language change): the tray's menu and words, closing to the tray and
+        what notifications open all follow the new one."""
+        self._window = window
+        self.tray.follow(window)
+        window.set_close_to_tray(self.tray.available)
+        window.closedToTray.connect(self._tray_notice.closed_to_tray)
+
     def open_window(self) -> None:
         from app.tray import bring_forward
 
         bring_forward(self._window)
+
+    # What a notification's click opens, always in the window shown now (an `ItemOpener`).
+    def show_needs_you(self) -> None:
+        self._window.show_needs_you()
+
+    def open_attention(self, task_id: str, conversation_id: str) -> None:
+        self._window.open_attention(task_id, conversation_id)
 
     def new_task(self) -> None:
         self.open_window()
@@ -219,14 +270,13 @@ class _Desktop:
         from app.power import PowerWatch
         from ui.i18n import t
 
-        window = self._window
         notifications = Notifications(
             self._host.attention,
             self._host.desktop_bots,
             self._bridge,
             DesktopNotifierSender(t("notify.app"), fallback=self.tray.show_message),
-            window,
-            window_focused=lambda: window.isVisible() and window.isActiveWindow(),
+            self,
+            window_focused=lambda: self._window.isVisible() and self._window.isActiveWindow(),
             raise_window=self.open_window,
             clock=self._host.clock,
         )

@@ -120,6 +120,21 @@ class Tray:
         """Reflect whether every bot is paused (read from the bots, not from the click)."""
         self.pause_action.setChecked(paused)
 
+    def follow(self, window: QWidget) -> None:
+        """The window was rebuilt in another language: the menu moves onto it (so it outlives the old one)
+        and every word of the tray is said again in the language now chosen."""
+        self._window = window
+        self.menu.setParent(window, self.menu.windowFlags())
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.open_action.setText(t("tray.open"))
+        self.new_task_action.setText(t("tray.new_task"))
+        self.pause_action.setText(t("tray.pause"))
+        self.quit_action.setText(t("tray.quit"))
+        if self.icon is not None:
+            self.icon.setToolTip(self.tooltip())
+
     # -- actions ------------------------------------------------------------------------------------
 
     def open_window(self) -> None:

@@ -1,9 +1,14 @@
 """What the window asks the app to open: bot settings, app settings, the new-task dialog and the first-run
-card. The window only emits signals; this composes the dialogs over the host's facades."""
+card. The window only emits signals; this composes the dialogs over the host's facades.
+
+A language saved in app settings is handed to `switch_language` (the app's `LiveLanguage.switch`), which
+builds the window again; `use_window` then moves these actions onto the new one."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialog
@@ -25,20 +30,46 @@ log = logging.getLogger(__name__)
 
 
 class WindowActions:
-    def __init__(self, host: Host, window: MainWindow, app: QApplication, bridge: EventBridge) -> None:
+    def __init__(
+        self,
+        host: Host,
+        window: MainWindow,
+        app: QApplication,
+        bridge: EventBridge,
+        *,
+        switch_language: Callable[[str], Coroutine[Any, Any, object]] | None = None,
+    ) -> None:
         self._host = host
         self._bridge = bridge
-        self._window = window
         self._app = app
+        self._switch_language = switch_language
         self._calls = AsyncCalls()
         self._open: QDialog | None = None  # one settings or new-task dialog at a time
         self._first_run: FirstRunCard | None = None
+        self._started = False
+        self._window = window
+        self._connect(window)
+
+    def _connect(self, window: MainWindow) -> None:
         window.settingsRequested.connect(self.open_bot_settings)
         window.appSettingsRequested.connect(self.open_app_settings)
-        window.newTaskRequested.connect(lambda: self._calls.start(self.open_new_task()))
+        window.newTaskRequested.connect(self._new_task_requested)
+
+    def _new_task_requested(self) -> None:
+        self._calls.start(self.open_new_task())
+
+    def use_window(self, window: MainWindow) -> None:
+        """Act for `window` from now on (it replaces the old one after a language change). A first-run card
+        went with the old window: a new one, in the new language, is put on the new window."""
+        self._window = window
+        self._connect(window)
+        self._first_run = None
+        if self._started:
+            self._calls.start(self.check_first_run())
 
     def host_started(self) -> None:
         """Show the first-run card when the default bot has no model; again whenever bots change."""
+        self._started = True
         self._calls.start(self.check_first_run())
 
     async def check_first_run(self) -> None:
@@ -76,8 +107,13 @@ class WindowActions:
                 prices=self._host.prices,
                 prices_changed=self._bridge.pricesChanged,
             )
+            dialog.languageChanged.connect(self._language_saved)
             self._show(dialog)
             self._calls.start(dialog.load())
+
+    def _language_saved(self, choice: str) -> None:
+        if self._switch_language is not None:
+            self._calls.start(self._switch_language(choice))
 
     async def open_new_task(self) -> None:
         if self._raise_open():

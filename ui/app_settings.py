@@ -1,6 +1,6 @@
 """App settings: language, theme and start at login, saved through `PreferencesFacade`.
 
-    外观        语言   [跟随系统 ▾]   重启后生效 (only once changed)
+    外观        语言   [跟随系统 ▾]   (applied on 保存: the window is built again in it, no restart)
                 主题   [跟随系统 ▾]   (applied at once, so the choice can be seen before saving)
     启动        [开] 登录电脑时启动 Errand
     价格        the person's own price per model (ui.price_settings; only when a PriceFacade is given)
@@ -60,9 +60,11 @@ def apply_theme_choice(app: QApplication, choice: str) -> None:
 
 
 class AppSettingsDialog(QDialog):
-    """`saved(Preferences)` once the choices are stored (the dialog then closes)."""
+    """`saved(Preferences)` once the choices are stored (the dialog then closes); `languageChanged(choice)`
+    too when the language was one of them ('zh', 'en' or 'auto'), for the app to switch to it at once."""
 
     saved = Signal(object)
+    languageChanged = Signal(str)
 
     def __init__(
         self,
@@ -128,17 +130,15 @@ class AppSettingsDialog(QDialog):
         self.language_combo = Combo(look)
         for lang in LANGUAGE_CHOICES:
             self.language_combo.addItem(t(f"settings.language.{lang}"), lang)
-        self.language_combo.currentIndexChanged.connect(lambda _i: self._on_language())
         self.theme_combo = Combo(look)
         for scheme in THEME_CHOICES:
             self.theme_combo.addItem(t(f"settings.theme.{scheme}"), scheme)
         # `activated` is a person's pick only, so loading the stored choice doesn't re-style the app.
         self.theme_combo.activated.connect(lambda _i: self._on_theme())
-        self.restart_note = small_label("", "muted", "restartNote", look)
         language_line = QHBoxLayout()
         language_line.setSpacing(10)
         language_line.addWidget(self.language_combo)
-        language_line.addWidget(self.restart_note, 1)
+        language_line.addStretch(1)
         theme_line = QHBoxLayout()
         theme_line.addWidget(self.theme_combo)
         theme_line.addStretch(1)
@@ -173,7 +173,6 @@ class AppSettingsDialog(QDialog):
         self._select(self.language_combo, prefs.language)
         self._select(self.theme_combo, prefs.theme)
         self.autostart_switch.setChecked(prefs.start_at_login)
-        self.restart_note.hide()
         self.save_button.setEnabled(True)
 
     # -- what a person does ------------------------------------------------------------------------------
@@ -213,10 +212,13 @@ class AppSettingsDialog(QDialog):
     # -- answers ---------------------------------------------------------------------------------------
 
     def _saved(self, prefs: Preferences) -> None:
+        language_changed = self._loaded is not None and prefs.language != self._loaded.language
         self._loaded = prefs
         self.save_button.setEnabled(True)
         self.save_button.setText(t("settings.save"))
         self.saved.emit(prefs)
+        if language_changed:
+            self.languageChanged.emit(prefs.language)
         self.accept()
 
     def _failed(self, exc: Exception) -> None:
@@ -234,11 +236,6 @@ class AppSettingsDialog(QDialog):
             self._say(t("settings.save_failed", reason=reason(exc)))
 
     # -- helpers ---------------------------------------------------------------------------------------
-
-    def _on_language(self) -> None:
-        changed = self._loaded is not None and self.language_combo.currentData() != self._loaded.language
-        self.restart_note.setText(t("settings.language.restart") if changed else "")
-        self.restart_note.setVisible(changed)
 
     def _on_theme(self) -> None:
         apply_theme_choice(self._app, str(self.theme_combo.currentData()))

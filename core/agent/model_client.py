@@ -154,9 +154,9 @@ class ModelClient:
         retry: RetryPolicy,
     ) -> ModelResponse:
         """Stream one response. Transient failures before any text arrived are retried with backoff."""
-        problem = self.config.problem()
-        if problem:
-            raise ModelCallError(problem, transient=False)
+        trouble = self.config.trouble()
+        if trouble is not None:
+            raise ModelCallError(trouble.message, transient=False, key=trouble.key, fields=trouble.fields)
         streamed = False
 
         def forward(text: str) -> None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
+
+from core import translations
+from core.translations import Language
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,20 +24,45 @@ class ModelConfig:
         return bool(self.base_url and self.model)
 
     def problem(self) -> str | None:
-        """What is wrong with this configuration, in words a user can act on; None when it looks usable."""
+        """What is wrong with this configuration, in English words a user can act on (the API, `doctor`);
+        None when it looks usable. `trouble()` says the same in a person's language."""
+        found = self.trouble()
+        return found.message if found is not None else None
+
+    def trouble(self) -> ModelProblem | None:
+        """What is wrong, as the English message and its catalogue key; None when it looks usable."""
         if not self.base_url:
-            return (
+            return ModelProblem(
                 "No model endpoint is set. Open the bot's settings and enter a base URL "
-                "(e.g. https://api.deepseek.com/v1)."
+                "(e.g. https://api.deepseek.com/v1).",
+                "error.model_config.no_base_url",
             )
         parsed = urlparse(self.base_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            return (
-                f"The model base URL {self.base_url!r} is not an http(s) URL. Fix it in the bot's settings."
+            return ModelProblem(
+                f"The model base URL {self.base_url!r} is not an http(s) URL. Fix it in the bot's settings.",
+                "error.model_config.bad_base_url",
+                {"url": self.base_url},
             )
         if not self.model:
-            return "No model name is set. Open the bot's settings and enter a model (e.g. deepseek-chat)."
+            return ModelProblem(
+                "No model name is set. Open the bot's settings and enter a model (e.g. deepseek-chat).",
+                "error.model_config.no_model",
+            )
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProblem:
+    """Why a model configuration cannot be used: `message` in English (stable for the API and scripts),
+    `key` and `fields` for the same words in core's catalogue, read with `words(lang)`."""
+
+    message: str
+    key: str
+    fields: Mapping[str, object] = field(default_factory=dict)
+
+    def words(self, lang: Language) -> str:
+        return translations.text(lang, self.key, **self.fields)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from core import translations
 from core.errors import InvalidInputError
+from core.translations import Language
 
 FIELD = "schedule.cron"
 
@@ -97,8 +99,17 @@ class CronExpr:
             day += timedelta(days=1)
 
 
-def _error(message: str) -> InvalidInputError:
-    return InvalidInputError(FIELD, message)
+class CronRefusal(InvalidInputError):
+    """A refused expression. The message stays English for the API and the model; `words(lang)` says the
+    same in a person's language (`cron.refused.*` in core's catalogue), the field's name included."""
+
+    def __init__(self, message: str, key: str, index: int = 0, **fields: object) -> None:
+        super().__init__(FIELD, message, key=key, fields={"index": index, **fields})
+        self.index = index
+
+    def words(self, lang: Language) -> str:
+        name = translations.text(lang, f"cron.part.{self.index}") if self.index else ""
+        return translations.text(lang, self.key, **{**self.fields, "name": name})
 
 
 def _value(token: str, index: int, name: str, low: int, high: int, names: dict[str, int]) -> int:
@@ -108,11 +119,33 @@ def _value(token: str, index: int, name: str, low: int, high: int, names: dict[s
     if not token.isdigit():
         if names:
             choices = ", ".join(names)
-            raise _error(f"cron field {index} ({name}) has '{token}'; use {low}-{high} or one of {choices}")
-        raise _error(f"cron field {index} ({name}) must be a number {low}-{high}, got '{token}'")
+            raise CronRefusal(
+                f"cron field {index} ({name}) has '{token}'; use {low}-{high} or one of {choices}",
+                "cron.refused.not_a_name",
+                index,
+                token=token,
+                low=low,
+                high=high,
+                choices=choices,
+            )
+        raise CronRefusal(
+            f"cron field {index} ({name}) must be a number {low}-{high}, got '{token}'",
+            "cron.refused.not_a_number",
+            index,
+            token=token,
+            low=low,
+            high=high,
+        )
     value = int(token)
     if not low <= value <= high:
-        raise _error(f"cron field {index} ({name}) must be {low}-{high}, got {value}")
+        raise CronRefusal(
+            f"cron field {index} ({name}) must be {low}-{high}, got {value}",
+            "cron.refused.out_of_range",
+            index,
+            value=value,
+            low=low,
+            high=high,
+        )
     return value
 
 
@@ -121,12 +154,22 @@ def _expand(text: str, index: int) -> tuple[set[int], bool]:
     values: set[int] = set()
     for part in text.split(","):
         if not part:
-            raise _error(f"cron field {index} ({name}) has an empty list item in '{text}'")
+            raise CronRefusal(
+                f"cron field {index} ({name}) has an empty list item in '{text}'",
+                "cron.refused.empty_item",
+                index,
+                text=text,
+            )
         base, slash, step_text = part.partition("/")
         step = 1
         if slash:
             if not step_text.isdigit() or int(step_text) == 0:
-                raise _error(f"cron field {index} ({name}) step must be a positive number, got '{step_text}'")
+                raise CronRefusal(
+                    f"cron field {index} ({name}) step must be a positive number, got '{step_text}'",
+                    "cron.refused.step",
+                    index,
+                    step=step_text,
+                )
             step = int(step_text)
         if base == "*":
             # `*` over dow means 0-6: counting 7 as well would make */2 hit Sunday twice.
@@ -136,11 +179,21 @@ def _expand(text: str, index: int) -> tuple[set[int], bool]:
             start = _value(a, index, name, low, high, names)
             end = _value(b, index, name, low, high, names)
             if start > end:
-                raise _error(f"cron field {index} ({name}) range '{base}' goes backwards; write it low-high")
+                raise CronRefusal(
+                    f"cron field {index} ({name}) range '{base}' goes backwards; write it low-high",
+                    "cron.refused.backwards",
+                    index,
+                    range=base,
+                )
         else:
             if slash:
                 # Vixie cron rejects "5/15"; say what to write instead of guessing what it means.
-                raise _error(f"cron field {index} ({name}) '{part}': write a step as */n or a-b/n")
+                raise CronRefusal(
+                    f"cron field {index} ({name}) '{part}': write a step as */n or a-b/n",
+                    "cron.refused.step_form",
+                    index,
+                    part=part,
+                )
             start = end = _value(base, index, name, low, high, names)
         values.update(range(start, end + 1, step))
     if index == 5 and 7 in values:
@@ -153,17 +206,29 @@ def parse_cron(text: str) -> CronExpr:
     """Parse a five-field expression (or an @macro); raises InvalidInputError('schedule.cron', ...)."""
     stripped = " ".join(text.split())
     if not stripped:
-        raise _error("is empty; write five fields 'minute hour day-of-month month day-of-week'")
+        raise CronRefusal(
+            "is empty; write five fields 'minute hour day-of-month month day-of-week'", "cron.refused.empty"
+        )
     expanded = stripped
     if stripped.startswith("@"):
         macro = stripped.lower()
         if macro not in _MACROS:
-            raise _error(f"unknown shorthand '{stripped}'; use five fields or one of {', '.join(_MACROS)}")
+            choices = ", ".join(_MACROS)
+            raise CronRefusal(
+                f"unknown shorthand '{stripped}'; use five fields or one of {choices}",
+                "cron.refused.unknown_shorthand",
+                text=stripped,
+                choices=choices,
+            )
         expanded = _MACROS[macro]
     fields = expanded.split(" ")
     if len(fields) != 5:
-        raise _error(
-            f"needs five fields 'minute hour day-of-month month day-of-week', got {len(fields)}: '{stripped}'"
+        count = len(fields)
+        raise CronRefusal(
+            f"needs five fields 'minute hour day-of-month month day-of-week', got {count}: '{stripped}'",
+            "cron.refused.field_count",
+            count=count,
+            text=stripped,
         )
     parsed = [_expand(field, i + 1) for i, field in enumerate(fields)]
     return CronExpr(

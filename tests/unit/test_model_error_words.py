@@ -7,8 +7,9 @@ import httpx
 import pytest
 
 from core.agent.chat_completions import EndpointError, MalformedStreamError
-from core.agent.model_client import explain, failure
-from core.agent.model_config import ModelConfig
+from core.agent.model_client import ModelCallError, ModelClient, explain, failure
+from core.agent.model_config import ModelConfig, RetryPolicy
+from core.clock import FakeClock
 
 WHERE = "http://127.0.0.1:9/v1"
 CONFIG = ModelConfig(base_url=WHERE, model="deepseek-chat")
@@ -61,3 +62,14 @@ def test_the_chinese_words_say_how_often_it_was_tried_and_what_the_server_said()
     unknown = failure(EndpointError(404, "no such model"), CONFIG, 1).words("zh")
     assert "'deepseek-chat'" in unknown and "no such model" in unknown
     assert "503" in failure(EndpointError(503, "x"), CONFIG, 2).words("zh")
+
+
+async def test_a_bot_with_no_model_set_up_refuses_its_call_in_the_persons_language() -> None:
+    client = ModelClient(ModelConfig(base_url="", model="deepseek-chat"))
+    try:
+        with pytest.raises(ModelCallError) as refused:
+            await client.request([], [], on_text=lambda _t: None, clock=FakeClock(), retry=RetryPolicy())
+    finally:
+        await client.aclose()
+    assert refused.value.message.startswith("No model endpoint is set")
+    assert has_chinese(refused.value.words("zh")) and "Base URL" in refused.value.words("zh")
