@@ -15,7 +15,6 @@ from PySide6.QtWidgets import QApplication, QDialog
 
 from app.autostart import launch_command, set_start_at_login
 from core.host import Host
-from core.tasks.own_conversation import start_in_own_conversation
 from core.tasks.views import TaskView
 from ui.app_settings import AppSettingsDialog
 from ui.async_calls import AsyncCalls
@@ -131,9 +130,8 @@ class WindowActions:
     async def _create_task(self, bot_id: str, title: str, brief: str) -> TaskView:
         # A conversation of its own, never the one shown last: the person's words are stored there as the
         # request, so the result lands under them and nothing lands in an unrelated chat.
-        host = self._host
-        return await start_in_own_conversation(
-            host.db, host.bus, host.chat, host.tasks, bot_id=bot_id, title=title, words=brief
+        return await self._host.tasks.create(
+            bot_id=bot_id or None, words=brief, title=title, record_request=True, in_new_conversation=True
         )
 
     def _first_run_done(self) -> None:

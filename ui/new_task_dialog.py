@@ -8,10 +8,10 @@
                                         [取消] [创建]
 
 The dialog only gathers the words; the injected `create(bot_id, title, brief)` does the work (the app
-binds it to `core.tasks.own_conversation`: the task gets a new conversation of its own, titled after it,
-never the one open last). A refusal (nothing to do, too many open tasks, ...) is said in the dialog,
-which stays open with everything typed; success closes it. `created(result)` carries what `create`
-returned.
+binds it to `TaskService.create(..., in_new_conversation=True)`: the task gets a new conversation of its
+own, titled after it, never the one open last). A refusal (nothing to do, too many open tasks, ...) is
+said in the dialog, which stays open with everything typed; success closes it. `created(result)` carries
+what `create` returned.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from core.bots.service import BotService
 from core.bus import EventBus
-from core.changes import MessagesChanged, TaskChanged
+from core.changes import ConversationsChanged, MessagesChanged, TaskChanged
 from core.chat.destination import conversation_for
 from core.clock import Clock
 from core.cost.budget_answer import parse_budget_answer
@@ -92,11 +92,16 @@ class TaskCommands:
         origin_message_id: int = 0,
         origin_ref: str = "",
         record_request: bool = False,
+        in_new_conversation: bool = False,
     ) -> TaskView:
         """A person asked for background work (chat's task_start, or POST /api/tasks).
 
         `record_request` stores the words as the person's message in the conversation (the desktop's
-        "new task"), so the result arrives under the request."""
+        "new task"), so the result arrives under the request. `in_new_conversation` makes the task a
+        conversation of its own, titled after it, in the task's own transaction: a refused task leaves no
+        empty conversation, and a crash no conversation without its task (docs/desktop.md#new-task)."""
+        if in_new_conversation and conversation_id:
+            raise InvalidInputError("conversationId", "must be empty for a task in a new conversation")
         if not words.strip():
             raise InvalidInputError("text", "must be a non-empty string")
         _check_length("text", words)
@@ -110,8 +115,13 @@ class TaskCommands:
                 f"{bot.name}'s remaining provider balance is below 20 % of its limit; what is left is kept "
                 "for chat. Raise the limit or top up, then start the task again."
             )
-        conversation_id = await conversation_for(self._db, self._bus, self._clock, bot.id, conversation_id)
         title = (title.strip() or title_from(words))[:80]
+        if in_new_conversation:
+            conversation_id = new_id("c")
+        else:
+            conversation_id = await conversation_for(
+                self._db, self._bus, self._clock, bot.id, conversation_id
+            )
         task_id = new_id("t")
         folder = task_folder(Path(bot.workspace), title, task_id)
         await asyncio.to_thread((folder / ".task").mkdir, parents=True, exist_ok=True)
@@ -123,6 +133,8 @@ class TaskCommands:
                     f"{bot.name} already has {MAX_OPEN_TASKS} open tasks. "
                     "Stop or finish one before starting another."
                 )
+            if in_new_conversation:
+                conv_rows.insert_conversation(s, id=conversation_id, bot_id=bot.id, title=title, now=now)
             recent = [(m.role, m.text) for m in msg_rows.list_messages(s, conversation_id, limit=7)]
             if origin_message_id and recent and recent[-1][1] == words:
                 recent = recent[:-1]  # the request itself is already quoted verbatim
@@ -176,6 +188,8 @@ class TaskCommands:
             raise
         self._runner.poke()
         self._bus.publish(TaskChanged(task_id))
+        if in_new_conversation:
+            self._bus.publish(ConversationsChanged())  # the sidebar shows the new conversation
         if record_request:
             self._bus.publish(MessagesChanged(conversation_id))
         return await self._reads.view(task_id)

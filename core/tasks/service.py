@@ -118,6 +118,7 @@ class TaskService:
         origin_message_id: int = 0,
         origin_ref: str = "",
         record_request: bool = False,
+        in_new_conversation: bool = False,
     ) -> TaskView:
         return await self.commands.create(
             bot_id=bot_id,
@@ -129,6 +130,7 @@ class TaskService:
             origin_message_id=origin_message_id,
             origin_ref=origin_ref,
             record_request=record_request,
+            in_new_conversation=in_new_conversation,
         )
 
     async def follow_up(

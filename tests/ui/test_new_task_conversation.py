@@ -16,9 +16,8 @@ from pytestqt.qtbot import QtBot
 from app.window_actions import WindowActions
 from core.errors import ConflictError
 from core.host import Host
-from core.tasks.own_conversation import start_in_own_conversation
+from core.tasks import commands
 from core.tasks.titles import title_from
-from core.tasks.views import TaskView
 from tests.ui.conftest import wait_until
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
@@ -119,22 +118,14 @@ def test_a_short_first_line_is_the_title_as_it_is() -> None:
     assert title_from("x" * 41) == "x" * 39 + "…"
 
 
-async def test_a_refused_task_leaves_no_empty_conversation(host: Host) -> None:
-    class Refusing:
-        async def create(
-            self,
-            *,
-            bot_id: str | None,
-            words: str,
-            conversation_id: str | None = None,
-            title: str = "",
-            record_request: bool = False,
-        ) -> TaskView:
-            raise ConflictError("already has 10 open tasks")
-
+async def test_a_refused_task_leaves_no_empty_conversation(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commands, "MAX_OPEN_TASKS", 0)  # the bot "already has" its open tasks
     before = [c.id for c in await host.chat.list_conversations()]
-    with pytest.raises(ConflictError):
-        await start_in_own_conversation(
-            host.db, host.bus, host.chat, Refusing(), bot_id="", title="Too many", words="one more"
+    with pytest.raises(ConflictError, match="open tasks"):
+        await host.tasks.create(
+            bot_id=None, words="one more", title="Too many", record_request=True, in_new_conversation=True
         )
     assert [c.id for c in await host.chat.list_conversations()] == before
+    assert await host.tasks.list_tasks() == []
