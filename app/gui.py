@@ -177,7 +177,7 @@ def _live_window(host: Host, bridge: EventBridge) -> LiveLanguage:
     from ui.main_window import MainWindow
 
     def build_window() -> MainWindow:
-        return MainWindow(
+        window = MainWindow(
             host.chat,
             bridge,
             tasks=host.tasks,
@@ -186,6 +186,8 @@ def _live_window(host: Host, bridge: EventBridge) -> LiveLanguage:
             rules=host.rules,
             channels=host.channels,
         )
+        window.use_search(host.search)
+        return window
 
     return LiveLanguage(build_window)
 

@@ -57,6 +57,7 @@ from core.rules.scheduler import Scheduler
 from core.rules.service import RuleService
 from core.rules.timeline import StoredTimeline
 from core.runs.spending import RunSpending
+from core.search.service import SearchService
 from core.sidebar_state import BotActivityReader
 from core.store.database import Database
 from core.tasks.prompts import CHAT_RULE_RULES, CHAT_TASK_RULES
@@ -274,6 +275,8 @@ class Host:
             session_open=self._session_open,
         )
         self.preferences = PreferencesService(self.db, self.clock)
+        # The sidebar's search and GET /api/search: messages, tasks and rules (full text, migration 14).
+        self.search = SearchService(self.db)
         self._home = home
         self._web_transport = web_transport
         self.started = asyncio.Event()

@@ -47,12 +47,15 @@ from core.channels.facade import ChannelFacade
 from core.chat.facade import ChatFacade
 from core.chat.views import ConversationView
 from core.rules.facade import RuleFacade
+from core.search.facade import SearchFacade
+from core.search.views import SearchHit
 from core.tasks.facade import TaskFacade
 from ui import theme
 from ui.async_calls import AsyncCalls
 from ui.bot_panel import PANEL_WIDTH, BotPanel
 from ui.bridge import EventBridge
 from ui.chat_view import ChatView
+from ui.content_search import ContentSearch
 from ui.conversation_list import ConversationList, ConversationRole
 from ui.dingtalk_connect_dialog import DingTalkConnectDialog, open_dingtalk_connect
 from ui.feishu_connect_dialog import FeishuConnectDialog, open_feishu_connect
@@ -84,6 +87,8 @@ class MainWindow(QMainWindow):
     closedToTray = Signal()
     # 新任务 (the tasks view's header, or `new_task()`): the app opens its new-task dialog.
     newTaskRequested = Signal()
+    # Set by `use_search`: what the search box finds inside messages, tasks and rules.
+    content_search: ContentSearch | None = None
 
     def __init__(
         self,
@@ -329,6 +334,9 @@ class MainWindow(QMainWindow):
         bridge.runStepAdded.connect(self.bot_panel.on_run_step)
         bridge.ruleChanged.connect(self.bot_panel.on_rule_changed)
         bridge.channelChanged.connect(self.bot_panel.on_channel_changed)
+        # A rule named in the chat (「来自规则「…」」, a chip) opens in the bot panel and follows its rule.
+        bridge.ruleChanged.connect(self.chat_view.on_rule_changed)
+        self.chat_view.ruleOpened.connect(self.open_rule)
 
     def _task_changed_activity(self, _task_id: str) -> None:
         self._activity_timer.start()
@@ -414,6 +422,27 @@ class MainWindow(QMainWindow):
         self.conversation_list.select(conversation_id)
         self.show_chat()
 
+    def use_search(self, search: SearchFacade) -> None:
+        """With a SearchFacade the search box also finds words inside messages, tasks and rules."""
+        self.content_search = ContentSearch(search, self)
+        self.conversation_list.expect_hits()
+        self.search.queryChanged.connect(self.content_search.set_query)
+        self.search.returnPressed.connect(self.content_search.search_now)
+        self.content_search.found.connect(self.conversation_list.set_hits)
+        self.conversation_list.hitActivated.connect(self.open_search_hit)
+
+    def open_search_hit(self, hit: SearchHit) -> None:
+        """A search hit: a message opens its conversation scrolled to it, a task or rule its detail."""
+        if hit.kind == "message":
+            self.open_conversation(hit.conversation_id)
+            if self.chat_view.conversation_id == hit.conversation_id:
+                self.chat_view.show_message(hit.message_id)
+        elif hit.kind == "task":
+            self.open_task(hit.task_id, back_to="chat")
+        elif hit.kind == "rule" and self.bot_panel is not None:
+            self.show_bot_panel(hit.bot_id)
+            self.bot_panel.open_rule(hit.rule_id)
+
     def current_bot_id(self) -> str:
         """The bot of the conversation shown; else the first (default) bot; '' before any is known."""
         current = self.conversation_list.current_id
@@ -480,6 +509,15 @@ class MainWindow(QMainWindow):
         if back_to == "needs":
             self.task_detail.set_back_text(t("needs.title"))
         self._show_pane(self.task_detail)
+
+    def open_rule(self, rule_id: str) -> asyncio.Future[None] | None:
+        """The bot panel beside the chat shows one rule of the shown conversation's bot (whose rule it is);
+        the future resolves once it is shown."""
+        if self.bot_panel is None:
+            return None
+        self.show_bot_panel()
+        shown: asyncio.Future[None] | None = self.bot_panel.open_rule(rule_id)
+        return shown
 
     def show_needs_you(self) -> None:
         """The right pane shows the needs-you page (read again now)."""
@@ -618,6 +656,8 @@ class MainWindow(QMainWindow):
                     dialog.reject()
         self._calls.cancel_all()
         self.chat_view.shutdown()
+        if self.content_search is not None:
+            self.content_search.shutdown()
         if self.task_list is not None:
             self.task_list.shutdown()
         if self.task_detail is not None:

@@ -23,6 +23,7 @@ from core.api.bot_settings import bot_update_from_json, connection_request_from_
 from core.api.channel_routes import add_channel_routes
 from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
+from core.api.search_routes import add_search_routes
 from core.api.validation import MAX_BODY, BodyTooLargeError, json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
 from core.changes import MessagesChanged
@@ -160,6 +161,7 @@ class ApiServer:
         add_rule_routes(r, self._host)
         add_channel_routes(r, self._host)
         add_price_routes(r, self._host.prices)
+        add_search_routes(r, self._host.search)
         r.add_get("/api/attention", self.list_attention)
         r.add_post("/api/attention/{id}/{action}", self.attention_action)
         return app

@@ -8,6 +8,8 @@ adds is already there: add columns with `add_column` (it skips existing ones) an
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,9 +31,12 @@ from sqlalchemy import (
     text,
     true,
 )
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.schema import CreateColumn
 
 from core.store.models import DEFAULT_TRIGGER, Base
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +166,84 @@ def _add_message_rule_id(conn: Connection) -> None:
     add_column(conn, "messages", Column("rule_id", String, nullable=False, server_default=""))
 
 
+# Full-text search (docs/desktop.md#sidebar): one FTS5 table per kind of thing a person looks for, kept in
+# step by triggers so no writer has to remember it. The trigram tokenizer finds a substring anywhere (Chinese
+# has no spaces between words); it needs SQLite 3.34+. Other databases, and a SQLite without it, get no
+# index: `core.store.search` then looks with LIKE, which finds the same things more slowly.
+SEARCH_TABLES = ("search_messages", "search_tasks", "search_rules")
+
+_SEARCH_DDL = (
+    # Own content with rowid = messages.id (an INTEGER PRIMARY KEY, so VACUUM keeps it).
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search_messages USING fts5(text, tokenize='trigram')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search_tasks USING fts5(task_id UNINDEXED, body, tokenize='trigram')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search_rules USING fts5(rule_id UNINDEXED, body, tokenize='trigram')",
+    "CREATE TRIGGER IF NOT EXISTS search_messages_insert AFTER INSERT ON messages BEGIN"
+    " INSERT INTO search_messages(rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TRIGGER IF NOT EXISTS search_messages_update AFTER UPDATE OF text ON messages BEGIN"
+    " DELETE FROM search_messages WHERE rowid = old.id;"
+    " INSERT INTO search_messages(rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TRIGGER IF NOT EXISTS search_messages_delete AFTER DELETE ON messages BEGIN"
+    " DELETE FROM search_messages WHERE rowid = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS search_tasks_insert AFTER INSERT ON tasks BEGIN"
+    " INSERT INTO search_tasks(task_id, body) VALUES (new.id, new.title || char(10) || new.brief); END",
+    "CREATE TRIGGER IF NOT EXISTS search_tasks_update AFTER UPDATE OF title, brief ON tasks BEGIN"
+    " DELETE FROM search_tasks WHERE task_id = old.id;"
+    " INSERT INTO search_tasks(task_id, body) VALUES (new.id, new.title || char(10) || new.brief); END",
+    "CREATE TRIGGER IF NOT EXISTS search_tasks_delete AFTER DELETE ON tasks BEGIN"
+    " DELETE FROM search_tasks WHERE task_id = old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS search_rules_insert AFTER INSERT ON rules BEGIN"
+    " INSERT INTO search_rules(rule_id, body) VALUES (new.id, new.title || char(10) || new.instruction); END",
+    "CREATE TRIGGER IF NOT EXISTS search_rules_update AFTER UPDATE OF title, instruction ON rules BEGIN"
+    " DELETE FROM search_rules WHERE rule_id = old.id;"
+    " INSERT INTO search_rules(rule_id, body) VALUES (new.id, new.title || char(10) || new.instruction); END",
+    "CREATE TRIGGER IF NOT EXISTS search_rules_delete AFTER DELETE ON rules BEGIN"
+    " DELETE FROM search_rules WHERE rule_id = old.id; END",
+)
+
+# Filled from the rows already there; emptied first, so running it again (a fresh database runs every
+# migration, and migration 1 may already have left rows) never doubles an entry.
+_SEARCH_FILL = (
+    "DELETE FROM search_messages",
+    "INSERT INTO search_messages(rowid, text) SELECT id, text FROM messages",
+    "DELETE FROM search_tasks",
+    "INSERT INTO search_tasks(task_id, body) SELECT id, title || char(10) || brief FROM tasks",
+    "DELETE FROM search_rules",
+    "INSERT INTO search_rules(rule_id, body) SELECT id, title || char(10) || instruction FROM rules",
+)
+
+
+def sqlite_has_trigram(conn: Connection) -> bool:
+    """Whether this SQLite has FTS5 with the trigram tokenizer (3.34+), tried on a throwaway temp table."""
+    if conn.dialect.name != "sqlite":
+        return False
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql(
+                "CREATE VIRTUAL TABLE temp.errand_trigram_probe USING fts5(x, tokenize='trigram')"
+            )
+            conn.exec_driver_sql("DROP TABLE temp.errand_trigram_probe")
+    except OperationalError:
+        return False
+    return True
+
+
+def _create_search_index(conn: Connection) -> None:
+    if conn.dialect.name != "sqlite":
+        return  # PostgreSQL and others: search looks with LIKE (core.store.search)
+    if not sqlite_has_trigram(conn):
+        log.warning(
+            "SQLite %s has no FTS5 trigram tokenizer (3.34+ has it): search works without an index, slower",
+            sqlite3.sqlite_version,
+        )
+        return
+    for statement in (*_SEARCH_DDL, *_SEARCH_FILL):
+        conn.exec_driver_sql(statement)
+
+
+def _add_run_error_words(conn: Connection) -> None:
+    add_column(conn, "runs", Column("error_words", String, nullable=False, server_default="{}"))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -192,7 +275,9 @@ MIGRATIONS: list[Migration] = [
         _add_group_admission,
     ),
     Migration(13, "messages.rule_id: a rule's message names the rule that sent it", _add_message_rule_id),
-    # Append here: Migration(14, "...", _function_taking_a_connection),
+    Migration(14, "search_messages, search_tasks, search_rules: full-text search", _create_search_index),
+    Migration(15, "runs.error_words: a failed run's reason in each language", _add_run_error_words),
+    # Append here: Migration(16, "...", _function_taking_a_connection),
 ]
 
 

@@ -36,7 +36,7 @@ def test_migration_13_adds_rule_id_and_old_messages_read_with_no_rule(engine: En
             " VALUES ('c_1', 'assistant', 'Price is 180', 'done', 5)"
         )
 
-    assert run_migrations(engine, now=2.0) == [13]
+    assert run_migrations(engine, now=2.0, migrations=MIGRATIONS[:13]) == [13]
 
     with Session(engine) as s:
         (rule_id,) = s.execute(select(MessageRow.rule_id)).one()

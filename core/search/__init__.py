@@ -1,0 +1,1 @@
+"""Full-text search over messages, tasks and rules: what the sidebar's search box and the API read."""
