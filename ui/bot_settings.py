@@ -2,7 +2,7 @@
 labels above, state as a dot plus text):
 
     机器人      名称 · 头像
-    模型        服务 · 接口地址 · 模型 · API 密钥 · [测试连接] ● 连接正常 · 120 毫秒
+    模型        服务 · 接口地址 · 模型 · API 密钥 · [测试连接] ● 连接成功：… 有回应（120 毫秒）。
     权限        只读 / 工作区可写 / 完全, each with one line of what it means
     后台工作    同时进行 · 安静时段 · 暂停后台工作 · 预算保护 (read only, when the reserve has a line)
     渠道        the bot's channels with 重新扫码 / 移除, and 连接微信 (ui.channel_settings; acts at once)
@@ -47,7 +47,7 @@ from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.avatar import avatar_pixmap, resolve_colour, shade
 from ui.channel_settings import ChannelSection
-from ui.connection_check import show_check
+from ui.connection_check import end_stale_check, forget_check, needs_key, show_check, show_testing
 from ui.form import (
     Combo,
     FieldRow,
@@ -135,6 +135,7 @@ class BotSettingsDialog(QDialog):
         self._presets: list[ModelPreset] = []
         self._key_cleared = False
         self._calls = AsyncCalls()
+        self._test_round = 0  # bumped when what is tested changes: an older test's outcome is dropped
         self._reserve_line = reserve_line.strip()
 
         scroll = QScrollArea(self)
@@ -222,11 +223,14 @@ class BotSettingsDialog(QDialog):
         self.base_url_input = line_input(section, "https://api.deepseek.com/v1")
         self.base_url_input.textEdited.connect(self._on_base_url_edited)
         self.model_input = Combo(section, editable=True)
+        self.model_input.activated.connect(lambda _index: self._forget_test())
         line = self.model_input.lineEdit()
         if line is not None:
             line.setPlaceholderText("deepseek-chat")
+            line.textEdited.connect(lambda _text: self._forget_test())
         self.key_input = line_input(section, t("settings.key.none"))
         self.key_input.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key_input.textEdited.connect(lambda _text: self._forget_test())
         self.clear_key_button = button(t("settings.key.clear"), section, "quiet")
         self.clear_key_button.clicked.connect(self._clear_key)
         self.clear_key_button.hide()
@@ -246,7 +250,8 @@ class BotSettingsDialog(QDialog):
         self.test_result.hide()
         test_line = QHBoxLayout()
         test_line.setSpacing(8)
-        test_line.addWidget(self.test_button, 0, Qt.AlignmentFlag.AlignTop)
+        # Left-aligned: with no result beside it yet, the button keeps its own width.
+        test_line.addWidget(self.test_button, 0, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         test_line.addWidget(self.test_dot, 0, Qt.AlignmentFlag.AlignVCenter)
         test_line.addWidget(self.test_result, 1, Qt.AlignmentFlag.AlignVCenter)
 
@@ -470,14 +475,19 @@ class BotSettingsDialog(QDialog):
         typed_key = self.key_input.text().strip()
         # None = the key stored for this bot; "" = test as if there were none (清除 pressed, not saved yet).
         key = typed_key or ("" if self._key_cleared else None)
-        self.test_button.setEnabled(False)
-        self.test_button.setText(t("settings.testing"))
-        self.test_dot.hide()
-        self.test_result.hide()
+        stored = self._bot is not None and self._bot.has_api_key and not self._key_cleared
+        self.rows["apiKey"].clear_error()
+        if needs_key(self._current_preset(), base_url) and not typed_key and not stored:
+            # Asking the service would only come back with 401: say what is missing, where it goes.
+            forget_check(self.test_dot, self.test_result)
+            self.rows["apiKey"].show_error(t("connection.key_missing"))
+            return
+        show_testing(self.test_button, self.test_dot, self.test_result)
+        round_ = self._test_round
         self._calls.start(
             self._bots.test_connection(base_url, model, key, bot_id=self._bot_id, lang=language()),
-            done=self._tested,
-            failed=lambda exc: self._tested(ConnectionCheck(ok=False, message=reason(exc))),
+            done=lambda check: self._tested(check, round_),
+            failed=lambda exc: self._tested(ConnectionCheck(ok=False, message=reason(exc)), round_),
         )
 
     # -- answers ---------------------------------------------------------------------------------------
@@ -503,8 +513,17 @@ class BotSettingsDialog(QDialog):
         self.error.setText(text)
         self.error.show()
 
-    def _tested(self, check: ConnectionCheck) -> None:
+    def _tested(self, check: ConnectionCheck, round_: int) -> None:
+        if round_ != self._test_round:
+            end_stale_check(self.test_button)
+            return
         show_check(self.test_button, self.test_dot, self.test_result, check)
+
+    def _forget_test(self) -> None:
+        """The provider, address, model or key changed: the last test (or 请先填写密钥) was about others."""
+        self._test_round += 1
+        forget_check(self.test_dot, self.test_result)
+        self.rows["apiKey"].clear_error()
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -556,6 +575,7 @@ class BotSettingsDialog(QDialog):
         self._key_cleared = True
         self.key_input.clear()
         self._show_key_state()
+        self._forget_test()
 
     def _on_quiet_off(self, off: bool) -> None:
         for widget in (self.quiet_start, self.quiet_end, self.quiet_to):
@@ -572,6 +592,7 @@ class BotSettingsDialog(QDialog):
         self._show_key_state()
 
     def _on_provider_picked(self, index: int) -> None:
+        self._forget_test()
         preset = self._current_preset()
         if preset is None:
             self._show_key_state()
@@ -586,6 +607,7 @@ class BotSettingsDialog(QDialog):
         self.model_input.setEditText(keep or preset.model)
 
     def _on_base_url_edited(self, _text: str) -> None:
+        self._forget_test()
         self._match_provider()
 
     # -- closing ---------------------------------------------------------------------------------------

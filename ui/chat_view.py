@@ -10,6 +10,9 @@ A task's question or approval carries its card (`ui.question_card`). The view an
 AttentionFacade with the needs-you item's id, without waiting: the card is off while the answer runs and
 says why under it when it was refused. Answered here, in needs-you or over the API, the task changes, the
 conversation is read again and the card shows its grey line instead of the buttons.
+
+`show_message` brings one message into view (a search hit opened it): scrolled to a third of the way down
+and briefly tinted, once the conversation's read shows it.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from core.attention.facade import AttentionFacade
@@ -35,6 +38,7 @@ from ui.live_reply import LiveReplyWidget
 from ui.message_widgets import AssistantMessage, MessageWidget, message_widget
 from ui.question_card import QuestionCardWidget, card_item_id
 from ui.reloader import Reloader
+from ui.reply_retry import wire_retry
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,31 @@ MIN_SIDE_MARGIN = 24
 MESSAGE_SPACING = 18
 # How close to the end still counts as "at the bottom" (a partly visible last line).
 STICK_SLACK_PX = 12
+# A message a search opened is tinted this long, so the eye finds it, then looks like any other.
+FOUND_HIGHLIGHT_MS = 1800
+FOUND_PAD_PX = 8
+
+
+class FoundHighlight(QWidget):
+    """A soft accent tint over the message a search opened; mouse events pass through to the message."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("foundHighlight")
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        self.hide()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        fill = QColor(theme.colors().accent)
+        fill.setAlpha(30)
+        edge = QColor(theme.colors().accent)
+        edge.setAlpha(110)
+        painter.setPen(edge)
+        painter.setBrush(fill)
+        painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 10, 10)
+        painter.end()
 
 
 def _reason(exc: Exception) -> str:
@@ -53,6 +82,8 @@ def _reason(exc: Exception) -> str:
 class ChatView(QWidget):
     # A task chip was clicked: the window opens that task.
     taskOpened = Signal(str)
+    # 「来自规则「…」」 or a rule chip was clicked: the window opens that rule.
+    ruleOpened = Signal(str)
 
     def __init__(
         self, facade: ChatFacade, parent: QWidget | None = None, attention: AttentionFacade | None = None
@@ -68,6 +99,8 @@ class ChatView(QWidget):
         self._rows: list[MessageWidget] = []
         self._loaded = False
         self._stick = True
+        self._wanted: int | None = None  # a message to bring into view once a read shows it
+        self._found: MessageWidget | None = None  # the message shown tinted, while it is
         self._calls = AsyncCalls()
         self._messages: Reloader[tuple[str, list[MessageView]]] = Reloader(
             self._load_messages, self._apply_messages, self._load_failed
@@ -140,6 +173,11 @@ class ChatView(QWidget):
         self._column_layout.addWidget(self.hint, 1)
         self._column_layout.addStretch(0)
         self._scroll.setWidget(self._column)
+        self.found_highlight = FoundHighlight(self._column)
+        self._found_timer = QTimer(self)
+        self._found_timer.setSingleShot(True)
+        self._found_timer.setInterval(FOUND_HIGHLIGHT_MS)
+        self._found_timer.timeout.connect(self._unhighlight)
 
         bar = self._scroll.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
@@ -171,6 +209,28 @@ class ChatView(QWidget):
 
     def message_widgets(self) -> list[MessageWidget]:
         return list(self._rows)
+
+    def show_message(self, message_id: int) -> None:
+        """Bring message `message_id` of the shown conversation into view and tint it briefly (a search hit
+        opened it). Set the conversation first; this waits for its read when it is still coming."""
+        self._wanted = message_id
+        if self._loaded and self._reveal_wanted():
+            return
+        if self.conversation_id is not None:
+            self._messages.request()  # it may be newer than what is shown
+
+    def highlighted_message_id(self) -> int | None:
+        """The message tinted as found just now, if any."""
+        return self._found.view.id if self._found is not None and self.found_highlight.isVisible() else None
+
+    def message_visible(self, message_id: int) -> bool:
+        """Whether some of that message is inside the visible part of the scroll area."""
+        row = next((r for r in self._rows if r.view.id == message_id), None)
+        if row is None or not row.isVisible():
+            return False
+        top = row.mapTo(self._column, row.rect().topLeft()).y()
+        shown_top = self._scroll.verticalScrollBar().value()
+        return top < shown_top + self._scroll.viewport().height() and top + row.height() > shown_top
 
     def set_conversation(self, conversation: ConversationView | None) -> None:
         previous = self.conversation_id
@@ -212,6 +272,15 @@ class ChatView(QWidget):
                 ids.update((row.view.task_id, card_item_id(card), card.question_id))
         return ids
 
+    def on_rule_changed(self, rule_id: str) -> None:
+        """A rule changed: re-read if a message here names it (its caption's title, a chip's state)."""
+        if self.conversation_id is not None and rule_id in self.shown_rule_ids():
+            self._messages.request()
+
+    def shown_rule_ids(self) -> set[str]:
+        ids = {chip.rule_id for row in self._rows for chip in row.view.rule_chips}
+        return ids | {row.view.rule_id for row in self._rows if row.view.rule_id}
+
     def question_cards(self) -> list[QuestionCardWidget]:
         return [row.card for row in self._rows if row.card is not None]
 
@@ -247,6 +316,7 @@ class ChatView(QWidget):
     # -- reading ---------------------------------------------------------------------------------------
 
     def _switch(self) -> None:
+        self._unhighlight()
         self._messages.reset()
         for row in self._rows:
             self._drop(row)
@@ -274,6 +344,7 @@ class ChatView(QWidget):
         self._show_messages(views)
         self._wake_cards()
         self._loaded = True
+        self._reveal_wanted()
         if (
             self._messages.stale
             and not self.live.isHidden()
@@ -299,7 +370,9 @@ class ChatView(QWidget):
             # Built unparented: no layout work until inserted.
             replacement = message_widget(view, answerable=self._attention is not None)
             replacement.taskOpened.connect(self.taskOpened)
+            replacement.ruleOpened.connect(self.ruleOpened)
             replacement.answerRequested.connect(self._on_answer)
+            wire_retry(replacement, self._facade, self._calls, self.on_messages_changed)
             if isinstance(row, AssistantMessage) and isinstance(replacement, AssistantMessage):
                 replacement.activity.set_expanded(row.activity.expanded)
             if row is not None:
@@ -320,6 +393,8 @@ class ChatView(QWidget):
         self._messages_box.setVisible(bool(rows))
 
     def _drop(self, row: MessageWidget) -> None:
+        if row is self._found:
+            self._unhighlight()
         self._messages_layout.removeWidget(row)
         row.hide()
         row.deleteLater()
@@ -428,12 +503,54 @@ class ChatView(QWidget):
         self._stick = value >= self._scroll.verticalScrollBar().maximum() - STICK_SLACK_PX
 
     def _on_range_changed(self, _minimum: int, maximum: int) -> None:
-        if self._stick:
+        if self._found is not None:
+            self._scroll_to_found()  # the layout settled after the jump: keep the found message in view
+        elif self._stick:
             self._scroll.verticalScrollBar().setValue(maximum)
+
+    # -- a message a search opened -----------------------------------------------------------------
+
+    def _reveal_wanted(self) -> bool:
+        wanted = self._wanted
+        row = next((r for r in self._rows if r.view.id == wanted), None) if wanted is not None else None
+        if row is None:
+            return False
+        self._wanted = None
+        self._found = row
+        self._stick = False  # the person came for this message, not the newest one
+        self._scroll_to_found()
+        QTimer.singleShot(0, self._scroll_to_found)  # again once the layout has placed the new rows
+        self.found_highlight.show()
+        self.found_highlight.raise_()
+        self._found_timer.start()
+        return True
+
+    def _scroll_to_found(self) -> None:
+        row = self._found
+        if row is None:
+            return
+        self._column_layout.activate()
+        geometry = row.geometry().translated(self._messages_box.pos())
+        self.found_highlight.setGeometry(
+            geometry.adjusted(-FOUND_PAD_PX, -FOUND_PAD_PX // 2, FOUND_PAD_PX, FOUND_PAD_PX // 2)
+        )
+        viewport = self._scroll.viewport().height()
+        # A third of the way down, so what was said before it shows too; a tall message starts at the top.
+        above = viewport // 3 if geometry.height() < viewport * 2 // 3 else MESSAGE_SPACING
+        self._scroll.verticalScrollBar().setValue(max(0, geometry.top() - above))
+
+    def _unhighlight(self) -> None:
+        self._found_timer.stop()
+        self._found = None
+        self.found_highlight.hide()
 
     def is_at_bottom(self) -> bool:
         bar = self._scroll.verticalScrollBar()
         return bar.value() >= bar.maximum() - STICK_SLACK_PX
+
+    def scroll_value(self) -> int:
+        """How far down the messages are scrolled, in pixels."""
+        return self._scroll.verticalScrollBar().value()
 
     def scroll_to_top(self) -> None:
         self._scroll.verticalScrollBar().setValue(0)

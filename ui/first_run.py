@@ -6,11 +6,13 @@
          接口地址  https://api.deepseek.com/v1
          模型      deepseek-chat
          API 密钥  ••••••••        到 DeepSeek 获取密钥
-         ● 连接正常 · 120 毫秒
+         ● 连接成功：deepseek-chat 有回应（120 毫秒）。
          [测试连接]                              [保存并开始]
 
 A preset fills the address and model (both stay editable); a local one (Ollama) needs no key, so the key
-row goes and its model list is offered. 保存并开始 writes the model through `BotFacade.update`; when the
+row goes and its model list is offered. 测试连接 with no key for a service that needs one asks for the key
+instead of asking the service; changing the preset, address, model or key takes the last result away.
+保存并开始 writes the model through `BotFacade.update`; when the
 bot is configured afterwards the card emits `configured` and the window swaps it for the chat. A refusal
 is said under its field (or under the buttons); nothing typed is lost.
 """
@@ -40,7 +42,7 @@ from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.avatar import avatar_pixmap, resolve_colour
 from ui.bot_settings import preset_label
-from ui.connection_check import show_check
+from ui.connection_check import end_stale_check, forget_check, needs_key, show_check, show_testing
 from ui.form import Combo, FieldRow, button, field_message, line_input, small_label
 from ui.i18n import language, t
 from ui.key_file_choice import KeyFileChoice, is_no_keyring
@@ -66,6 +68,7 @@ class FirstRunCard(QWidget):
         self._bot: BotView | None = None
         self._presets: list[ModelPreset] = []
         self._calls = AsyncCalls()
+        self._test_round = 0  # bumped when what is tested changes: an older test's outcome is dropped
 
         self.card = QFrame(self)
         self.card.setObjectName("firstRunCard")
@@ -128,8 +131,13 @@ class FirstRunCard(QWidget):
         self.base_url_input = line_input(self.card, "https://api.deepseek.com/v1")
         self.base_url_input.textEdited.connect(self._on_base_url_edited)
         self.model_input = Combo(self.card, editable=True)
+        self.model_input.activated.connect(lambda _index: self._forget_test())
+        model_line = self.model_input.lineEdit()
+        if model_line is not None:
+            model_line.textEdited.connect(lambda _text: self._forget_test())
         self.key_input = line_input(self.card, t("firstrun.key_placeholder"))
         self.key_input.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key_input.textEdited.connect(lambda _text: self._forget_test())
         flush = (0, 6)
         self.rows: dict[str, FieldRow] = {
             "baseUrl": FieldRow(t("settings.base_url"), self.base_url_input, parent=self.card, margins=flush),
@@ -208,6 +216,7 @@ class FirstRunCard(QWidget):
         """One checkable button per provider, 自定义 last."""
         for old in self.preset_buttons.values():
             self.preset_group.removeButton(old)
+            old.hide()  # out of sight now: deleteLater may wait for a later turn of the event loop
             old.deleteLater()
         self.preset_buttons = {}
         while self._preset_row.count():
@@ -237,21 +246,26 @@ class FirstRunCard(QWidget):
         self._show_key_row()
         for row in self.rows.values():
             row.clear_error()
+        self._forget_test()
 
     def test_connection(self) -> None:
         base_url, model = self._model_fields()
         if not base_url or not model:
             return
         key = self.key_input.text().strip() if self._needs_key() else ""
-        self.test_button.setEnabled(False)
-        self.test_button.setText(t("settings.testing"))
-        self.test_dot.hide()
-        self.test_result.hide()
+        stored = self._bot is not None and self._bot.has_api_key
+        if needs_key(self._preset(self._picked()), base_url) and not key and not stored:
+            # Asking the service would only come back with 401: say what is missing, where it goes.
+            forget_check(self.test_dot, self.test_result)
+            self.rows["apiKey"].show_error(t("connection.key_missing"))
+            return
+        show_testing(self.test_button, self.test_dot, self.test_result)
+        round_ = self._test_round
         self._calls.start(
             # A typed key is tried as typed; none typed = the stored one (None), if any.
             self._bots.test_connection(base_url, model, key or None, bot_id=self._bot_id, lang=language()),
-            done=self._tested,
-            failed=lambda exc: self._tested(ConnectionCheck(ok=False, message=reason(exc))),
+            done=lambda check: self._tested(check, round_),
+            failed=lambda exc: self._tested(ConnectionCheck(ok=False, message=reason(exc)), round_),
         )
 
     def save(self) -> None:
@@ -316,8 +330,17 @@ class FirstRunCard(QWidget):
         self.error.hide()
         self.save()  # what the person asked for in the first place
 
-    def _tested(self, check: ConnectionCheck) -> None:
+    def _tested(self, check: ConnectionCheck, round_: int) -> None:
+        if round_ != self._test_round:
+            end_stale_check(self.test_button)
+            return
         show_check(self.test_button, self.test_dot, self.test_result, check)
+
+    def _forget_test(self) -> None:
+        """The preset, address, model or key changed: the last test (or 请先填写密钥) was about others."""
+        self._test_round += 1
+        forget_check(self.test_dot, self.test_result)
+        self.rows["apiKey"].clear_error()
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -366,6 +389,7 @@ class FirstRunCard(QWidget):
         self._show_key_row()
 
     def _on_base_url_edited(self, _text: str) -> None:
+        self._forget_test()
         self._match_preset()
 
     def _say(self, text: str) -> None:

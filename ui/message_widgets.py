@@ -11,13 +11,24 @@ from datetime import datetime
 
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QFontMetrics, QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
-from core.chat.views import MessageView, TaskChip
+from core.chat.views import MessageView, RuleChip, TaskChip
 from ui import markdown, theme
 from ui.activity_view import ActivityView
 from ui.i18n import t
 from ui.question_card import QuestionCardWidget, question_text, same_ask
+from ui.reply_retry import retry_button, set_retrying
+from ui.rule_origin import RuleChipRow, RuleOriginLink
 from ui.status_dot import StatusDot
 from ui.task_chip import TaskChipRow
 from ui.wrapped_label import SELECTABLE, WrappedLabel
@@ -101,14 +112,28 @@ def _task_caption(view: MessageView, parent: QWidget) -> QLabel | None:
     return label
 
 
+def _rule_caption(view: MessageView, parent: MessageWidget) -> RuleOriginLink | None:
+    """「来自规则「…」」 over a message a rule's run sent, opening the rule; None for everything else."""
+    if not view.rule_id:
+        return None
+    link = RuleOriginLink(view, parent)
+    link.opened.connect(parent.ruleOpened)
+    return link
+
+
 class MessageWidget(QWidget):
     # A task chip was clicked: open that task.
     taskOpened = Signal(str)
+    # 「来自规则「…」」, a rule chip or 打开规则 was clicked: open that rule.
+    ruleOpened = Signal(str)
     # The question card asks to answer: (needs-you item id, answer | approve | deny, the answer or '').
     answerRequested = Signal(str, str, str)
+    # 重试 on the latest failed reply (ui.reply_retry): the failed message's id.
+    retryRequested = Signal(int)
 
     text_label: QLabel
     card: QuestionCardWidget | None = None
+    rule_caption: RuleOriginLink | None = None  # 「来自规则「…」」 over a rule's message
 
     def __init__(self, view: MessageView, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -140,7 +165,14 @@ class MessageWidget(QWidget):
         menu.addAction(t("message.copy"), lambda: copy_text(self.copy_text()))
         if self.view.task_id:
             menu.addAction(t("message.open_task"), lambda: self.taskOpened.emit(self.view.task_id))
+        if self.view.rule_id and self.view.rule_title:  # a deleted rule has nothing to open
+            menu.addAction(t("message.open_rule"), lambda: self.ruleOpened.emit(self.view.rule_id))
+        if self.view.retryable:
+            menu.addAction(t("message.retry"), self.request_retry)
         return menu
+
+    def request_retry(self) -> None:
+        self.retryRequested.emit(self.view.id)
 
     def copy_text(self) -> str:
         """What 复制 puts on the clipboard: the message as written (a reply's Markdown source)."""
@@ -202,6 +234,9 @@ class AssistantMessage(MessageWidget):
         caption = _task_caption(view, self)
         if caption is not None:
             column.addWidget(caption)
+        self.rule_caption = _rule_caption(view, self)
+        if self.rule_caption is not None:
+            column.addWidget(self.rule_caption, 0, Qt.AlignmentFlag.AlignLeft)
         column.addWidget(self.text_label)
         if self.card is not None:
             column.addWidget(self.card)
@@ -209,6 +244,10 @@ class AssistantMessage(MessageWidget):
         self._chip_box.setContentsMargins(0, 2, 0, 2)
         self._chip_box.setSpacing(4)
         column.addLayout(self._chip_box)
+        # The rules this reply created; a changed rule re-reads the message, which is then built anew.
+        self.rule_chips = [self._rule_chip(chip) for chip in view.rule_chips]
+        for rule_chip in self.rule_chips:
+            column.addWidget(rule_chip, 0, Qt.AlignmentFlag.AlignLeft)
         column.addWidget(self.activity)
         if view.state == "cancelled":
             column.addWidget(_caption(t("message.cancelled"), self))
@@ -226,6 +265,11 @@ class AssistantMessage(MessageWidget):
         if self.card is not None and view.question is not None:
             self.card.set_card(view.question)
         return True
+
+    def _rule_chip(self, chip: RuleChip) -> RuleChipRow:
+        row = RuleChipRow(chip, self)
+        row.opened.connect(self.ruleOpened)
+        return row
 
     def _set_chips(self, chips: tuple[TaskChip, ...]) -> None:
         for position, chip in enumerate(chips):
@@ -259,6 +303,14 @@ class ErrorMessage(MessageWidget):
         label.setFont(theme.font("strong"))
         head.addWidget(label)
         head.addStretch(1)
+        self.retry_button: QPushButton | None = None
+        if view.retryable:
+            self.retry_button = retry_button(well)
+            self.retry_button.clicked.connect(self.request_retry)
+            head.addWidget(self.retry_button)
+        self.retry_error = _caption("", well)
+        self.retry_error.setProperty("role", "danger")
+        self.retry_error.hide()
         self.text_label = WrappedLabel(view.text, well)
         self.text_label.setObjectName("messageText")
         self.text_label.setTextFormat(Qt.TextFormat.PlainText)
@@ -268,13 +320,32 @@ class ErrorMessage(MessageWidget):
         inner.setSpacing(4)
         inner.addLayout(head)
         inner.addWidget(self.text_label)
+        inner.addWidget(self.retry_error)
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(4)
         caption = _task_caption(view, self)
         if caption is not None:
             column.addWidget(caption)
+        self.rule_caption = _rule_caption(view, self)
+        if self.rule_caption is not None:
+            column.addWidget(self.rule_caption, 0, Qt.AlignmentFlag.AlignLeft)
         column.addWidget(well)
+
+    def request_retry(self) -> None:
+        if self.retry_button is not None:
+            if not self.retry_button.isEnabled():
+                return  # one retry at a time; the view reads the conversation again when it went
+            set_retrying(self.retry_button, True)
+        self.retry_error.hide()
+        super().request_retry()
+
+    def retry_refused(self, reason: str) -> None:
+        """The retry did not go: say why under the error, and offer the button again."""
+        if self.retry_button is not None:
+            set_retrying(self.retry_button, False)
+        self.retry_error.setText(t("message.retry_failed", reason=reason))
+        self.retry_error.show()
 
 
 class NoticeMessage(MessageWidget):

@@ -152,6 +152,13 @@ class AgentSession:
         """What became of this input (for recovery after a crash): see `core.agent.turn_tail`."""
         return tail_of(self.history, input_id)
 
+    def unanswered_inputs(self) -> list[str]:
+        """The input ids of the unanswered request the history ends with (what `resume` would ask again);
+        empty when the history does not end in such a request."""
+        if not self.history or not isinstance(self.history[-1], ModelRequest):
+            return []
+        return input_ids_of(self.history[-1])
+
     def resume(self) -> bool:
         """Ask the model again for the unanswered request the history ends with (a crash lost its answer),
         as a turn of its own queued like a prompt. False when the history does not end in such a request."""

@@ -37,6 +37,10 @@ def message_json(m: MessageView) -> dict[str, Any]:
         "tasks": [c.to_json() for c in m.task_chips],
         "question": m.question.to_json() if m.question else None,
         "onPlatform": m.on_platform,
+        "retryable": m.retryable,
+        "ruleId": m.rule_id,
+        "ruleTitle": m.rule_title,
+        "rules": [c.to_json() for c in m.rule_chips],
     }
 
 

@@ -91,10 +91,10 @@ class ApprovalCenter:
         self._waiting: dict[str, asyncio.Future[bool]] = {}
         self._failing: set[asyncio.Future[None]] = set()
 
-    def _rule_run(self, session_id: str) -> tuple[str, str, str] | None:
-        """A live rule run's (run id, mode, rule title) by its session id."""
+    def _rule_run(self, session_id: str) -> tuple[str, str, str, str] | None:
+        """A live rule run's (run id, mode, rule title, rule id) by its session id."""
         found = self._rule_runs.approval_context(session_id) if session_id.startswith("rule-") else None
-        return (found[0], found[1], found[2].title) if found is not None else None
+        return (found[0], found[1], found[2].title, found[2].id) if found is not None else None
 
     async def request(self, session_id: str, action: str, detail: str) -> bool:
         rule_run = self._rule_run(session_id)
@@ -106,6 +106,7 @@ class ApprovalCenter:
             return False
         bot_id, conversation_id, task_id, title = owner
         rule_run_id = rule_run[0] if rule_run is not None else ""
+        rule_id = rule_run[3] if rule_run is not None else ""
         approval_id = new_id("a")
         now = self._clock.time()
 
@@ -137,6 +138,7 @@ class ApprovalCenter:
             purpose="approval",
             text=ask,
             task_id=task_id,
+            rule_id=rule_id,  # the message names the rule that asks (docs/desktop.md#chat-view)
         )
         if rule_run_id:
             self._rule_runs.wait_for_person(rule_run_id, True)

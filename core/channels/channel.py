@@ -134,6 +134,7 @@ class Outgoing:
     plain: str
     """The words before the text-only hints (numbered options, `y 4821`, the quote hint) were added."""
     task_id: str = ""
+    rule_id: str = ""  # the rule that sent it, when every delivery in it came from that one rule
     question_id: str = ""  # the question or approval it asks
     message_id: int = 0  # our message it is (a chat reply's, stored before it went out)
     lines: tuple[str, ...] = ()  # a digest's, one per delivery in it

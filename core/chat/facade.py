@@ -23,3 +23,9 @@ class ChatFacade(Protocol):
         ...
 
     async def cancel_reply(self, conversation_id: str) -> None: ...
+
+    async def retry(self, conversation_id: str, message_id: int) -> None:
+        """重试 the conversation's latest failed reply: the model is asked again for the same request (the
+        person's words are not said twice) and the new reply replaces the failed one. ConflictError for a
+        message that is not that reply, or while a reply is being written."""
+        ...

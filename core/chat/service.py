@@ -22,7 +22,9 @@ from core.agent.session_spec import SessionSpec
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.changes import ConversationsChanged, LiveReplyChanged, MessagesChanged
+from core.chat import rule_origins
 from core.chat.ports import ChatToolSource, ReplyOutbox, TaskChips
+from core.chat.retry import find_failed_reply, offer_retry, replace_failed_reply, retryable_id
 from core.chat.views import (
     ConversationView,
     LiveReply,
@@ -32,7 +34,7 @@ from core.chat.views import (
     TaskChip,
 )
 from core.clock import Clock
-from core.errors import InvalidInputError, NotFoundError
+from core.errors import ConflictError, InvalidInputError, NotFoundError
 from core.ids import chat_session_id, new_id
 from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows
@@ -41,6 +43,7 @@ from core.store import messages as msg_rows
 from core.store.conversations import ConversationRecord
 from core.store.database import Database
 from core.store.messages import MessageRecord
+from core.store.rules import RuleRecord
 from core.tasks.language import language_of
 
 if TYPE_CHECKING:
@@ -66,8 +69,13 @@ def _message_id(input_id: str) -> int | None:
 
 
 def message_view(
-    record: MessageRecord, chips: tuple[TaskChip, ...] = (), question: QuestionCard | None = None
+    record: MessageRecord,
+    chips: tuple[TaskChip, ...] = (),
+    question: QuestionCard | None = None,
+    rules: dict[str, RuleRecord] | None = None,
 ) -> MessageView:
+    """`rules`: the rules the messages name (`rule_origins.rules_named`), for their titles and chips."""
+    rules = rules or {}
     return MessageView(
         id=record.id,
         conversation_id=record.conversation_id,
@@ -84,6 +92,9 @@ def message_view(
         task_chips=chips if record.role == "assistant" else (),
         question=question,
         on_platform=bool(record.channel_ref),
+        rule_id=record.rule_id,
+        rule_title=rule_origins.rule_title(record, rules),
+        rule_chips=rule_origins.rule_chips(record, rules),
     )
 
 
@@ -134,6 +145,7 @@ class ChatService:
         self._bots = bots
         self._runtime: AgentRuntime | None = None
         self._live: dict[str, _LiveTurn] = {}
+        self._retrying: set[str] = set()  # conversations whose 重试 is being checked and started
         self._writes: asyncio.Queue[Callable[[], Awaitable[None]] | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -207,7 +219,9 @@ class ChatService:
     async def list_messages(self, conversation_id: str) -> list[MessageView]:
         await self._conversation(conversation_id)
 
-        def read(s: Session) -> tuple[list[MessageRecord], dict[int, QuestionCard]]:
+        def read(
+            s: Session,
+        ) -> tuple[list[MessageRecord], dict[int, QuestionCard], dict[str, RuleRecord]]:
             cards: dict[int, QuestionCard] = {}
             for message_id, item_id in delivery_rows.asking_messages(s, conversation_id).items():
                 ask = approval_rows.get_approval(s, item_id)
@@ -215,11 +229,13 @@ class ChatService:
                     cards[message_id] = QuestionCard(
                         ask.id, ask.options, ask.default, ask.status, ask.answer, ask.kind
                     )
-            return msg_rows.list_messages(s, conversation_id), cards
+            messages = msg_rows.list_messages(s, conversation_id)
+            return messages, cards, rule_origins.rules_named(s, messages)
 
-        records, cards = await self._db.read(read)
+        records, cards, rules = await self._db.read(read)
         chips = await self._task_chips.chips(conversation_id)
-        return [message_view(r, tuple(chips.get(r.turn_id, ())), cards.get(r.id)) for r in records]
+        views = [message_view(r, tuple(chips.get(r.turn_id, ())), cards.get(r.id), rules) for r in records]
+        return offer_retry(views, retryable_id(records))
 
     def live_reply(self, conversation_id: str) -> LiveReply | None:
         live = self._live.get(conversation_id)
@@ -343,6 +359,39 @@ class ChatService:
         session = self._runtime.get(chat_session_id(conversation_id)) if self._runtime else None
         if session is not None:
             await session.cancel()
+
+    async def retry(self, conversation_id: str, message_id: int) -> None:
+        """重试: ask the model again for the request whose reply `message_id` failed, without saying the
+        person's words again (core.chat.retry). The failed reply is replaced by the new one, which arrives
+        like any reply. Raises NotFoundError, or ConflictError when it is not the latest failed reply, a
+        reply is being written, or the request can no longer be asked again."""
+        busy = ConflictError(
+            "A reply is being written in this conversation; retry once it has finished.",
+            key="error.retry.busy",
+        )
+        if conversation_id in self._retrying:
+            raise busy
+        self._retrying.add(conversation_id)
+        try:
+            conversation = await self._conversation(conversation_id)
+            failed = await self._db.read(lambda s: find_failed_reply(s, conversation_id, message_id))
+            session = await self._session(conversation)
+            # No await between this check and resume(): a message said meanwhile finds the turn running
+            # (and queues behind it), and a retry after this one finds the failed reply gone.
+            if self._is_busy(conversation_id):
+                raise busy
+            said = session.unanswered_inputs()
+            if not session.resume():
+                raise ConflictError(
+                    f"Message {message_id}'s request can no longer be asked again; send the message again.",
+                    key="error.retry.gone",
+                )
+            asked = [m for m in (_message_id(i) for i in said) if m is not None]
+            await self._db.write(lambda s: replace_failed_reply(s, failed, asked))
+        finally:
+            self._retrying.discard(conversation_id)
+        self._bus.publish(MessagesChanged(conversation_id))
+        self._bus.publish(ConversationsChanged())
 
     async def _session(self, conversation: ConversationRecord) -> AgentSession:
         runtime = self._require_runtime()

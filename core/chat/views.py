@@ -33,6 +33,19 @@ class TaskChip:
 
 
 @dataclass(frozen=True, slots=True)
+class RuleChip:
+    """A rule a reply created in chat (「规则 · <title> ›」), opening the rule; gone with the rule."""
+
+    rule_id: str
+    title: str
+    mode: str  # off | observe | act
+    paused: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {"ruleId": self.rule_id, "title": self.title, "mode": self.mode, "paused": self.paused}
+
+
+@dataclass(frozen=True, slots=True)
 class QuestionCard:
     """A task's question as pushed into the conversation: answered with its options or a reply
     (docs/attention.md#questions)."""
@@ -72,6 +85,10 @@ class MessageView:
     task_chips: tuple[TaskChip, ...] = ()  # tasks this reply started
     question: QuestionCard | None = None  # set when this message asks the person something
     on_platform: bool = False  # a chat platform (WeChat) confirmed it has this message of ours
+    retryable: bool = False  # the latest failed reply: 重试 asks the model again (core.chat.retry)
+    rule_id: str = ""  # set when a rule's run pushed this message (docs/desktop.md#chat-view)
+    rule_title: str = ""  # that rule's title now; '' once the rule was deleted (the id stays)
+    rule_chips: tuple[RuleChip, ...] = ()  # rules this reply created (`rule_create`)
 
 
 @dataclass(frozen=True, slots=True)

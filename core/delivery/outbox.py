@@ -312,6 +312,7 @@ class Outbox:
         purpose: DeliveryPurpose,
         text: str,
         task_id: str = "",
+        rule_id: str = "",
         run_id: str = "",
         due_at: float | None = None,
     ) -> bool:
@@ -327,6 +328,7 @@ class Outbox:
                 purpose=purpose,
                 text=text,
                 task_id=task_id,
+                rule_id=rule_id,
                 run_id=run_id,
                 due_at=due_at,
             )
@@ -346,6 +348,7 @@ class Outbox:
         purpose: DeliveryPurpose,
         text: str,
         task_id: str = "",
+        rule_id: str = "",
         run_id: str = "",
         message_id: int = 0,
         due_at: float | None = None,
@@ -362,6 +365,7 @@ class Outbox:
             text=text,
             now=self._clock.time(),
             task_id=task_id,
+            rule_id=rule_id,
             run_id=run_id,
             message_id=message_id,
             due_at=due_at,
@@ -599,6 +603,7 @@ class Outbox:
             purpose=sole.purpose if sole is not None else "digest",
             plain=plain,
             task_id=sole.task_id if sole is not None else "",
+            rule_id=sole_rule(live),
             question_id=asked[0].id if asked else "",
             message_id=sole.message_id if sole is not None else 0,
             lines=tuple(d.text.splitlines()[0] if d.text else "" for d in live) if sole is None else (),
@@ -766,7 +771,7 @@ def _still_there(s: Session, deliveries: list[DeliveryRecord]) -> list[DeliveryR
 
 def pushed_message(s: Session, deliveries: list[DeliveryRecord], text: str, now: float) -> int:
     """The message these deliveries are in their conversation: a chat reply's, stored already, or a new
-    one (an error for a lone failure, carrying a lone delivery's task)."""
+    one (an error for a lone failure, carrying a lone delivery's task, and the rule all of them came from)."""
     sole = deliveries[0] if len(deliveries) == 1 else None
     if sole is not None and sole.message_id:
         return sole.message_id
@@ -778,4 +783,12 @@ def pushed_message(s: Session, deliveries: list[DeliveryRecord], text: str, now:
         state="done",
         now=now,
         task_id=sole.task_id if sole is not None else "",
+        rule_id=sole_rule(deliveries),
     ).id
+
+
+def sole_rule(deliveries: list[DeliveryRecord]) -> str:
+    """The rule these deliveries came from when they all came from that one rule (a digest of one rule's
+    message and its pause notice still names it); '' when they came from several sources or none."""
+    rules = {d.rule_id for d in deliveries}
+    return next(iter(rules)) if len(rules) == 1 else ""

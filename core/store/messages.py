@@ -41,6 +41,7 @@ class MessageRecord:
     activity: list[dict[str, object]]
     created_at: float
     task_id: str = ""  # the task whose result this message is
+    rule_id: str = ""  # the rule whose run pushed this message
     channel_ref: str = ""  # the platform's id of it, when we sent it on a chat channel
 
 
@@ -61,6 +62,7 @@ def insert_message(
     activity: Sequence[Mapping[str, object]] | None = None,
     task_id: str = "",
     source: str = "",
+    rule_id: str = "",
 ) -> MessageRecord:
     row = MessageRow(
         conversation_id=conversation_id,
@@ -74,6 +76,7 @@ def insert_message(
         tokens_out=tokens_out,
         duration_ms=duration_ms,
         task_id=task_id,
+        rule_id=rule_id,
         source=source,
         activity=json.dumps([dict(step) for step in activity or ()], ensure_ascii=False, allow_nan=False),
         created_at=now,
@@ -269,5 +272,6 @@ def _record(row: MessageRow) -> MessageRecord:
         activity=_activity(row.activity),
         created_at=row.created_at,
         task_id=row.task_id,
+        rule_id=row.rule_id,
         channel_ref=row.channel_ref,
     )

@@ -18,8 +18,12 @@ from core.chat.views import (
     MessageState,
     MessageView,
     QuestionCard,
+    RuleChip,
     TaskChip,
 )
+from core.errors import ConflictError
+from core.search.snippet import snippet
+from core.search.views import SearchHit
 
 
 class FakeChatFacade:
@@ -28,6 +32,8 @@ class FakeChatFacade:
         self.bot_name = bot_name
         self.said: list[tuple[str, str]] = []
         self.cancelled: list[str] = []
+        self.retried: list[tuple[str, int]] = []
+        self.retry_error: Exception | None = None  # set to make `retry` refuse
         # Set to make `say` raise (the UI must give the text back and say why).
         self.say_error: Exception | None = None
         # Set to hold `list_messages` until the event is set (stale-read tests).
@@ -41,6 +47,9 @@ class FakeChatFacade:
         self._ids = itertools.count(1)
         self._turns = itertools.count(1)
         self._last_time = 0.0
+        # SearchFacade: the queries asked, and task or rule hits a test adds (messages are searched as kept).
+        self.searches: list[str] = []
+        self.other_hits: list[SearchHit] = []
 
     # -- ChatFacade --------------------------------------------------------------------------------
 
@@ -76,6 +85,55 @@ class FakeChatFacade:
 
     async def cancel_reply(self, conversation_id: str) -> None:
         self.cancelled.append(conversation_id)
+
+    # -- SearchFacade (a MainWindow given search=facade finds words inside these messages) ----------
+
+    async def search(self, query: str, limit: int = 30) -> list[SearchHit]:
+        """Like SearchService: every word in one message (any case), newest first; plus `other_hits`
+        whose title or snippet holds every word."""
+        self.searches.append(query)
+        words = query.split()
+        if not words:
+            return []
+
+        def holds(text: str) -> bool:
+            return all(word.casefold() in text.casefold() for word in words)
+
+        hits = [hit for hit in self.other_hits if holds(f"{hit.title} {hit.snippet}")]
+        for conversation_id, messages in self._messages.items():
+            title = self._conversations[conversation_id].title
+            for message in messages:
+                if message.role != "error" and holds(message.text):
+                    line, spans = snippet(message.text, words)
+                    hits.append(
+                        SearchHit(
+                            kind="message",
+                            title=title,
+                            snippet=line,
+                            spans=spans,
+                            at=message.created_at,
+                            bot_id=self._conversations[conversation_id].bot_id,
+                            conversation_id=conversation_id,
+                            message_id=message.id,
+                        )
+                    )
+        hits.sort(key=lambda hit: hit.at, reverse=True)
+        return hits[:limit]
+
+    async def retry(self, conversation_id: str, message_id: int) -> None:
+        """Like ChatService: only the retryable failed reply; it goes, and a live reply starts (the test
+        finishes it with `finish_reply`). `retry_error` makes it refuse."""
+        self.retried.append((conversation_id, message_id))
+        await asyncio.sleep(0)
+        if self.retry_error is not None:
+            raise self.retry_error
+        messages = self._messages[conversation_id]
+        failed = next((m for m in messages if m.id == message_id and m.retryable), None)
+        if failed is None:
+            raise ConflictError(f"Message {message_id} is not the latest failed reply.")
+        messages.remove(failed)
+        self.start_live_reply(conversation_id)
+        self.bus.publish(MessagesChanged(conversation_id))
 
     # -- driving it from a test ---------------------------------------------------------------------
 
@@ -117,6 +175,9 @@ class FakeChatFacade:
         task_id: str = "",
         task_chips: Iterable[TaskChip] = (),
         question: QuestionCard | None = None,
+        rule_id: str = "",
+        rule_title: str = "",
+        rule_chips: Iterable[RuleChip] = (),
     ) -> MessageView:
         messages = self._messages[conversation_id]
         message = MessageView(
@@ -134,12 +195,24 @@ class FakeChatFacade:
             task_id=task_id,
             task_chips=tuple(task_chips),
             question=question,
+            rule_id=rule_id,
+            rule_title=rule_title,
+            rule_chips=tuple(rule_chips),
         )
         messages.append(message)
         self._touch(conversation_id, last_line=text)
         self.bus.publish(MessagesChanged(conversation_id))
         self.bus.publish(ConversationsChanged())
         return message
+
+    def fail_reply(self, conversation_id: str, text: str) -> MessageView:
+        """Store a failed reply (the red-dotted error) that 重试 is offered on, as the latest one is; an
+        earlier failed reply stops being retryable."""
+        messages = self._messages[conversation_id]
+        messages[:] = [replace(m, retryable=False) for m in messages]
+        self.add_message(conversation_id, "error", text, state="error")
+        messages[-1] = replace(messages[-1], retryable=True)
+        return messages[-1]
 
     def start_live_reply(self, conversation_id: str) -> LiveReply:
         live = LiveReply(
