@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -190,11 +190,14 @@ class RuleRunPolicy:
             elif outcome == "failed":
                 error = f"{error} ({refused})" if error else refused
         message = report.message if report is not None and outcome == "done" else ""
+        # The model's error in each language, when the run failed with it as it is (not a refusal added).
+        words = dict(run.error_words) if error and error == run.error else {}
         await self.finish(
             run_id,
             run.work.rule,
             outcome,
             error=error,
+            error_words=words,
             report=report,
             said="" if observe else message,
             would=message if observe else "",
@@ -207,11 +210,13 @@ class RuleRunPolicy:
         outcome: RunOutcome,
         *,
         error: str = "",
+        error_words: Mapping[str, str] | None = None,
         report: Report | None = None,
         said: str = "",
         would: str = "",
     ) -> None:
-        """Record the run's end, give its slot back, push what it said (act), count failures."""
+        """Record the run's end, give its slot back, push what it said (act), count failures. `error_words`
+        is `error` per language, so the push about it is worded in the person's."""
         now = self.clock.time()
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report is not None else None
 
@@ -220,7 +225,9 @@ class RuleRunPolicy:
             run = run_rows.get_run(s, run_id)
             if run is None or run.state == "ended":
                 return False, False
-            run_rows.end_run(s, run_id, outcome=outcome, now=now, error=error, report=report_json)
+            run_rows.end_run(
+                s, run_id, outcome=outcome, now=now, error=error, report=report_json, error_words=error_words
+            )
             if would:
                 run_rows.update_run(s, run_id, would=would)
             if said and rule.kind == "check":
@@ -233,6 +240,7 @@ class RuleRunPolicy:
                     conversation_id=rule.conversation_id,
                     purpose="rule",
                     text=said,
+                    rule_id=rule.id,
                     run_id=run_id,
                 )
             current = rule_rows.get_rule(s, rule.id)
@@ -258,6 +266,7 @@ class RuleRunPolicy:
                 conversation_id=rule.conversation_id,
                 purpose="failure",
                 text=month_budget_text(rule.title, rule.instruction, month.budget_usd),
+                rule_id=rule.id,
                 run_id=run_id,
             )
         if view is not None and view.paused_reason == "failures" and not was_paused:
@@ -268,7 +277,8 @@ class RuleRunPolicy:
                 bot_id=rule.bot_id,
                 conversation_id=rule.conversation_id,
                 purpose="failure",
-                text=paused_text(view.title, view.instruction, error),
+                text=paused_text(view.title, view.instruction, error, error_words or {}),
+                rule_id=rule.id,
                 run_id=run_id,
             )
         self.bus.publish(RuleChanged(rule.id))
@@ -405,6 +415,7 @@ class RuleRunner(BackgroundRunner[RuleWork]):
                 conversation_id=rule.conversation_id,
                 purpose="rule",
                 text=rule.instruction,
+                rule_id=rule.id,
                 run_id=run.id,
             )
         except Exception as exc:
@@ -553,10 +564,13 @@ class RuleRunner(BackgroundRunner[RuleWork]):
         return record
 
 
-def paused_text(title: str, instruction: str, reason: str) -> str:
-    """The one pushed line for a rule paused after failures, in the language of the user's words."""
+def paused_text(
+    title: str, instruction: str, reason: str, reason_words: Mapping[str, str] | None = None
+) -> str:
+    """The one pushed line for a rule paused after failures, in the language of the user's words (the
+    reason too, when its words in that language are known)."""
     lang = language_of(instruction)
-    why = reason or text(lang, "rule_push.no_reason")
+    why = (reason_words or {}).get(lang) or reason or text(lang, "rule_push.no_reason")
     return text(lang, "rule_push.paused", title=title, count=FAILURES_TO_PAUSE, reason=why)
 
 

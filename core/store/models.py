@@ -175,6 +175,9 @@ class RunRow(Base):
     cost_other: Mapped[str] = mapped_column(default="{}", server_default="{}")  # migration 8, see tasks
     unpriced_calls: Mapped[int] = mapped_column(default=0, server_default=_ZERO)
     error: Mapped[str] = mapped_column(default="", server_default="")
+    # The same error in each language a person reads it in, JSON {"zh": ..., "en": ...}; {} when only
+    # `error` (English, as the API reads it) is known (migration 15).
+    error_words: Mapped[str] = mapped_column(default="{}", server_default="{}")
     nudged: Mapped[bool] = mapped_column(default=False, server_default=false())
     queued_at: Mapped[float]
     started_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)

@@ -73,6 +73,11 @@ class RunRecord:
     ended_at: float
     cost_other: dict[str, float] = field(default_factory=dict)  # currency -> amount, never USD
     unpriced_calls: int = 0
+    error_words: dict[str, str] = field(default_factory=dict)  # `error` per language, when known
+
+    def error_in(self, lang: str) -> str:
+        """The run's error in `lang` when its words are known, else the English `error`."""
+        return self.error_words.get(lang) or self.error
 
 
 class RunChanges(TypedDict, total=False):
@@ -293,9 +298,17 @@ def set_run_state(s: Session, id: str, state: LiveRunState, *, now: float) -> Ru
 
 
 def end_run(
-    s: Session, id: str, *, outcome: RunOutcome, now: float, error: str = "", report: str | None = None
+    s: Session,
+    id: str,
+    *,
+    outcome: RunOutcome,
+    now: float,
+    error: str = "",
+    report: str | None = None,
+    error_words: Mapping[str, str] | None = None,
 ) -> RunRecord:
-    """End a live run with an outcome. An empty `error` or a None `report` keeps what the run already has."""
+    """End a live run with an outcome. An empty `error` or a None `report` keeps what the run already has;
+    `error_words` is `error` per language ({"zh": ..., "en": ...})."""
     checked = _check("run outcome", outcome, OUTCOMES)
     row = _live_row(s, id)
     row.state = "ended"
@@ -303,6 +316,7 @@ def end_run(
     row.ended_at = now
     if error:
         row.error = error
+        row.error_words = json.dumps(dict(error_words or {}), ensure_ascii=False)
     if report is not None:
         row.report = report
     s.flush()
@@ -382,4 +396,15 @@ def _record(row: RunRow) -> RunRecord:
         ended_at=row.ended_at,
         cost_other=decode_amounts(row.cost_other),
         unpriced_calls=row.unpriced_calls,
+        error_words=_decode_words(row.error_words),
     )
+
+
+def _decode_words(raw: str) -> dict[str, str]:
+    try:
+        decoded = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(decoded, dict):
+        return {}
+    return {str(k): v for k, v in decoded.items() if isinstance(v, str)}

@@ -66,7 +66,7 @@ class TaskReads:
         """The task as the UI and the API read it, with what only the working run knows."""
         runner = self._runner
         priced = runner.model_priced(state.task.id)
-        return state.view(lang, model_priced=priced, error_words=runner.error_words)
+        return state.view(lang, model_priced=priced)
 
     async def view(self, task_id: str, lang: Language = "zh") -> TaskView:
         return self._view(await self.state(await self.task(task_id)), lang)
@@ -101,7 +101,7 @@ class TaskReads:
                 cause=r.cause,
                 state=r.state,
                 outcome=r.outcome,
-                error=self._runner.error_words(r.id).get(lang) or r.error,
+                error=r.error_in(lang),
                 steps=len(live) if (live := self._runner.live_steps(r.id)) is not None else len(r.activity),
                 tokens_in=r.tokens_in,
                 tokens_out=r.tokens_out,

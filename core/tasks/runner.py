@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,8 +69,6 @@ RESUME_NOTE = (
     "[Paused while the bot's remaining balance was kept for chat; it is available again] "
     "Continue where you left off."
 )
-# How many failed runs' reasons are kept in every language; older ones read in English.
-KEPT_ERROR_WORDS = 500
 STOPPED_REFUSAL = "This task was stopped by the user. Do nothing more."
 TASK_PREFIX = "task-"
 
@@ -117,8 +115,6 @@ class TaskRunPolicy:
     release: Callable[[str], None]  # gives the run's slot back, so the next queued run may start
     on_finished: Finished
     owed_pushes: OwedPushes
-    # Run id -> a failed run's reason per language, for the reads (the store keeps only the English).
-    error_words: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def changed(self, run: TaskRun) -> None:
         self.bus.publish(TaskChanged(run.work.task_id))
@@ -210,10 +206,6 @@ class TaskRunPolicy:
         report = run.report if run else None
         # The model's error in each language, when the run failed with it (not a cap or a missing Report).
         words = dict(run.error_words) if run and ending.error and ending.error == run.error else {}
-        if words:
-            self.error_words[run_id] = words
-            while len(self.error_words) > KEPT_ERROR_WORDS:
-                del self.error_words[next(iter(self.error_words))]
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report else None
         outcome = ending.outcome
 
@@ -221,7 +213,9 @@ class TaskRunPolicy:
             record = run_rows.get_run(s, run_id)
             if record is None or record.state == "ended":
                 return None, None
-            run_rows.end_run(s, run_id, outcome=outcome, now=now, error=ending.error, report=report_json)
+            run_rows.end_run(
+                s, run_id, outcome=outcome, now=now, error=ending.error, report=report_json, error_words=words
+            )
             task = task_rows.get_task(s, record.task_id)
             if task is not None and report_json is not None:
                 task_rows.update_task(s, task.id, now=now, report=report_json)
@@ -235,8 +229,8 @@ class TaskRunPolicy:
             ended, current = run_rows.get_run(s, run_id), task_rows.get_task(s, record.task_id)
             if notify and ended is not None and current is not None:
                 # The push reads the reason in the conversation's language; the row keeps the English.
-                said = words.get(language_of(current.brief))
-                self.owed_pushes(s, replace(ended, error=said) if said else ended, current, report)
+                said = ended.error_in(language_of(current.brief))
+                self.owed_pushes(s, replace(ended, error=said), current, report)
             return ended, current
 
         ended, task = await self.db.write(end)
@@ -327,11 +321,6 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         when no run works, so the model is not known here."""
         run = next((r for r in self._driver.runs() if r.work.task_id == task_id), None)
         return self._driver.model_priced(run) if run else None
-
-    def error_words(self, run_id: str) -> Mapping[str, str]:
-        """A failed run's reason per language ({"zh": ..., "en": ...}) when this host ended it; empty
-        otherwise (the stored English is all there is)."""
-        return self._policy.error_words.get(run_id, {})
 
     def record_report(self, session_id: str, report: Report) -> bool:
         """Keep the latest Report of the run this session works for; False when no run is active."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -21,13 +21,6 @@ from core.tasks.report import Report
 from core.tasks.stage import Stage, StageFacts, task_stage
 from core.tasks.views import TaskView
 
-ErrorWords = Callable[[str], Mapping[str, str]]  # run id -> its failure's reason per language
-
-
-def no_words(_run_id: str) -> Mapping[str, str]:
-    return {}
-
-
 DELIVERY_ATTEMPTS = 3
 # Held because only the person can open the way (docs/task-stages.md#the-stage-table, row 2). Quiet hours,
 # caps and a question waiting its turn resolve by themselves, so they do not make a task "not delivered".
@@ -43,23 +36,20 @@ class TaskState:
     report: Report | None
     stage: Stage
 
-    def latest_line(self, lang: str = "en", error_words: ErrorWords = no_words) -> str:
+    def latest_line(self, lang: str = "en") -> str:
         """The first line of what the task last said (docs/task-stages.md#latest-progress); a failure's
         reason in `lang` when its words are known."""
         ended = [r for r in self.runs if r.state == "ended"]
         if ended and ended[-1].outcome == "failed" and ended[-1].error:
-            text = error_words(ended[-1].id).get(lang) or ended[-1].error
+            text = ended[-1].error_in(lang)
         elif self.report is not None:
             text = self.report.message or self.report.summary
         else:
             text = ""
         return (text.strip().splitlines() or [""])[0][:200]
 
-    def view(
-        self, lang: str, *, model_priced: bool | None = None, error_words: ErrorWords = no_words
-    ) -> TaskView:
-        """`model_priced`: whether the model of its working run has a price (None: not known);
-        `error_words(run_id)`: a failed run's reason per language."""
+    def view(self, lang: str, *, model_priced: bool | None = None) -> TaskView:
+        """`model_priced`: whether the model of its working run has a price (None: not known)."""
         return TaskView(
             id=self.task.id,
             bot_id=self.task.bot_id,
@@ -68,7 +58,7 @@ class TaskState:
             stage=self.stage.key,
             stage_label=self.stage.label(lang),
             group=self.stage.group,
-            latest_line=self.latest_line(lang, error_words),
+            latest_line=self.latest_line(lang),
             created_at=self.task.created_at,
             updated_at=self.task.updated_at,
             tokens_in=sum(r.tokens_in for r in self.runs),

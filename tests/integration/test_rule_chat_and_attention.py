@@ -259,8 +259,9 @@ async def test_an_acting_runs_approval_waits_in_needs_you_titled_with_the_rule_a
     [item] = await attention(client)
     assert item["subject"] == "规则「X price」 · 等你批准" and "rm -rf build" in item["line"]
     assert item["ruleId"] == rule["id"] and set(item["actions"]) == {"approve", "deny"}
-    pushed = [m["text"] for m in await messages(client, rule["conversationId"])]
-    assert any("X price" in t and "rm -rf build" in t for t in pushed)  # the ask, pushed like a task's
+    [ask] = [m for m in await messages(client, rule["conversationId"]) if "rm -rf build" in m["text"]]
+    assert "X price" in ask["text"]  # the ask, pushed like a task's
+    assert ask["ruleId"] == rule["id"]  # and it names the rule that asks
 
     assert (await client.post(f"/api/attention/{item['id']}/approve")).status_code == 200
     log = await wait_ended(rules_host, client, rule["id"])
@@ -334,3 +335,24 @@ async def test_an_event_starts_a_run_of_each_matching_event_rule_and_of_no_other
     assert [(e["id"], e["cause"], e["outcome"]) for e in log] == [(started[0], "event", "done")]
     assert await run_log(client, other["id"]) == [] and await run_log(client, scheduled["id"]) == []
     assert await rules_host.event_triggers.emit("gitlab", {"repo": "a/b"}) == []
+
+
+async def test_a_rule_paused_by_a_rejected_key_says_why_in_the_language_of_its_instruction(
+    rules_host: Host, client: httpx.AsyncClient, script: SessionScript
+) -> None:
+    rule = await create(client)
+    for n in range(1, 4):
+        script.add(WHO, [Reply.error(401)])
+        await run_now(client, rule["id"])
+        await wait_ended(rules_host, client, rule["id"], count=n)
+    cid = rule["conversationId"]
+
+    async def pushed() -> bool:
+        return any("已暂停" in m["text"] for m in await messages(client, cid))
+
+    await wait_until(rules_host.bus, pushed, what="the paused rule's push")
+    [push] = [m["text"] for m in await messages(client, cid) if "已暂停" in m["text"]]
+    assert "拒绝了 API Key" in push and "rejected the API key" not in push
+    # The run keeps the English for the API.
+    runs = (await client.get(f"/api/rules/{rule['id']}/runs")).json()["runs"]
+    assert "rejected the API key" in runs[0]["reason"]

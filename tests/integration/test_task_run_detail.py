@@ -94,7 +94,7 @@ async def test_a_working_task_on_a_model_with_the_users_price_is_priced(
 
 
 async def test_a_rejected_key_is_said_in_chinese_to_a_chinese_conversation_and_detail(
-    host: Host, script: SessionScript
+    host: Host, script: SessionScript, tmp_path: Path, model_server: ScriptedModelServer, home: Path
 ) -> None:
     script.add("查 GPU 价格", [Reply.error(401)])
     async with running_api(host) as client:
@@ -113,3 +113,10 @@ async def test_a_rejected_key_is_said_in_chinese_to_a_chinese_conversation_and_d
         await wait_until(host.bus, told, timeout=10, what="the failure in the conversation, in Chinese")
         texts = [m["text"] for m in await messages(client, cid)]
         assert not any("rejected the API key" in text for text in texts)
+
+    # The reason in each language is stored with the run: after a restart it still reads in Chinese.
+    again = make_host(tmp_path / "data", model_server.base_url, home=home)
+    async with running_api(again) as client:
+        zh = await detail(client, task["id"], "zh")
+        assert "拒绝了 API Key" in zh["runs"][0]["error"]
+        assert zh["latestLine"].startswith("模型服务")
