@@ -8,6 +8,8 @@ Newest first. A missing or blank `q` is a 400 naming `q`; any other text is word
 
 from __future__ import annotations
 
+import unicodedata
+
 from aiohttp import web
 
 from core.errors import InvalidInputError
@@ -30,9 +32,22 @@ class SearchRoutes:
             raise InvalidInputError("q", "is required: the words to look for")
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidInputError("q", f"must be at most {MAX_QUERY_CHARS} characters")
+        if not is_text(query):
+            raise InvalidInputError("q", "must be UTF-8 text without control characters")
         limit = _limit(request.query.get("limit", ""))
         hits = await self._search.search(query, limit)
         return web.json_response({"hits": [hit.to_json() for hit in hits]})
+
+
+def is_text(query: str) -> bool:
+    """No control characters (a NUL would end the pattern early in SQLite and match everything) and nothing
+    that was not UTF-8 on the wire (decoded to U+FFFD or a lone surrogate)."""
+    return not any(
+        (unicodedata.category(ch) == "Cc" and ch not in "\t\n")
+        or ch == "\ufffd"
+        or "\ud800" <= ch <= "\udfff"
+        for ch in query
+    )
 
 
 def _limit(raw: str) -> int:

@@ -9,6 +9,7 @@ an FTS expression a quoted string with its quotes doubled, so `"`, `*`, `AND` or
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,8 +42,11 @@ class StoredHit:
 
 
 def query_words(query: str) -> list[str]:
-    """The words looked for: split on whitespace, at most MAX_WORDS, the query cut to MAX_QUERY_CHARS."""
-    return query[:MAX_QUERY_CHARS].split()[:MAX_WORDS]
+    """The words looked for: split on whitespace, at most MAX_WORDS, the query cut to MAX_QUERY_CHARS.
+    Control characters separate words like spaces do: a NUL would end a LIKE pattern early in SQLite, so
+    that it matched everything."""
+    cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in query[:MAX_QUERY_CHARS])
+    return cleaned.split()[:MAX_WORDS]
 
 
 def has_index(s: Session) -> bool:

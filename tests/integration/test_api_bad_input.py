@@ -105,6 +105,7 @@ class Route:
     body: Callable[[Seed], dict[str, Any]] | None = None  # a valid body; None: the route reads none
     fields: tuple[Field, ...] = ()
     query: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()  # query parameters that hold words to look for: plain text is valid there
     strict: bool = False  # unknown fields are refused
     body_optional: bool = False  # an empty body is a valid request
     command: bool = False  # takes no body but acts: never sent valid to a seeded id
@@ -275,6 +276,7 @@ ROUTES: dict[tuple[str, str], Route] = {
         body=lambda s: {"text": "hello"},
         fields=(Field(("text",), "str", required=True),),
     ),
+    ("GET", "/api/search"): Route(query=("q", "limit"), text=("q",)),
     ("GET", "/api/tasks"): Route(query=("bot", "group", "lang")),
     ("POST", "/api/tasks"): Route(
         body=lambda s: {
@@ -421,6 +423,7 @@ class _NoHost:
     """Enough of a Host for ApiServer.app() to register its routes; no handler is called."""
 
     prices = None
+    search = None
 
 
 def route_table() -> list[tuple[str, str]]:
@@ -575,6 +578,8 @@ BAD_IDS = [
     "x" * 2000,
 ]
 BAD_QUERY = ["%ED%A0%80", "%00", "-1", "abc", "9" * 400, "NaN", "1e400", "%E2%80%8F", "a" * 3000]
+# Bad for a number, an id or a choice, but fine words to search for (a right-to-left mark included).
+PLAIN_TEXT = {"-1", "abc", "NaN", "1e400", "%E2%80%8F"}
 AUTH = [
     "",
     "Bearer",
@@ -681,7 +686,8 @@ def cases_for(method: str, canonical: str, route: Route, seed: Seed) -> Iterator
     for name in route.query:
         for value in BAD_QUERY:
             path = f"{valid_path}?{name}={value}"
-            yield case("query", f"{name}={value[:24]}", path=path, content=valid_body)
+            words = name in route.text and value in PLAIN_TEXT
+            yield case("query", f"{name}={value[:24]}", path=path, content=valid_body, bad=not words)
 
     methods = resource_methods()
     for other in OTHER_METHODS:

@@ -14,7 +14,7 @@ from core.store import bots, conversations, messages, rules, tasks
 from core.store.database import create_store_engine
 from core.store.migrations import MIGRATIONS, SEARCH_TABLES, run_migrations
 from core.store.models import MessageRow, TaskRow
-from core.store.search import StoredHit, has_index, search
+from core.store.search import StoredHit, has_index, query_words, search
 
 
 @pytest.fixture
@@ -209,3 +209,8 @@ def test_migration_14_over_a_version_13_database_indexes_the_old_rows(engine: En
     assert [h.message_id for h in find(engine, "成都的机票")] == [old]
     later = say(engine, "成都的机票 dropped again", now=6.0)  # and the triggers keep it in step from now on
     assert [h.message_id for h in find(engine, "成都的机票")] == [later, old]
+
+
+def test_a_control_character_is_no_word_and_matches_nothing_by_itself() -> None:
+    assert query_words("\x00") == []
+    assert query_words("gpu\x00price") == ["gpu", "price"]
