@@ -34,7 +34,22 @@ from core.store.migrations import SEARCH_TABLES, run_migrations
 from core.store.models import MessageRow
 from core.store.search import search
 
-WORDS_EN = "price gpu flight hotel report table weekly budget check server model reply task rule".split()
+WORDS_EN = [
+    "price",
+    "gpu",
+    "flight",
+    "hotel",
+    "report",
+    "table",
+    "weekly",
+    "budget",
+    "check",
+    "server",
+    "model",
+    "reply",
+    "task",
+    "rule",
+]
 WORDS_ZH = ["价格", "机票", "酒店", "报告", "表格", "每周", "预算", "检查", "服务器", "模型", "回复", "任务"]
 RARE_EN = "zanzibar"
 RARE_ZH = "成都东站"
@@ -119,7 +134,9 @@ def main() -> None:
                 like = timed(lambda w=word: search(s, w, limit=30, indexed=False), 20)
                 found = len(search(s, word, limit=30, indexed=True))
                 assert found == len(search(s, word, limit=30, indexed=False))
-                rows.append((f"search {word!r} ({found} hits)", f"FTS5 trigram {ms(fts)}", f"LIKE {ms(like)}"))
+                rows.append(
+                    (f"search {word!r} ({found} hits)", f"FTS5 trigram {ms(fts)}", f"LIKE {ms(like)}")
+                )
 
         with_triggers = [write_thousand(engine, 10_000_000 + k * 1000) for k in range(3)]
         shutil.copy(path, Path(tmp) / "plain.db")
@@ -130,7 +147,9 @@ def main() -> None:
             ).all():
                 conn.exec_driver_sql(f'DROP TRIGGER "{name}"')
         without = [write_thousand(plain_engine, 20_000_000 + k * 1000) for k in range(3)]
-        rows.append(("store 1,000 messages (10 transactions)", f"with index {ms(with_triggers)}", ms(without)))
+        rows.append(
+            ("store 1,000 messages (10 transactions)", f"with index {ms(with_triggers)}", ms(without))
+        )
         plain_engine.dispose()
         engine.dispose()
 
