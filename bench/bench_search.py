@@ -15,6 +15,7 @@ triggers of migration 14 fire as they do in the app. Printed, each beside its ba
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import shutil
 import sqlite3
@@ -130,8 +131,8 @@ def main() -> None:
         rows: list[tuple[str, str, str]] = []
         with Session(engine) as s:
             for word in (RARE_EN, RARE_ZH):
-                fts = timed(lambda w=word: search(s, w, limit=30, indexed=True), 20)
-                like = timed(lambda w=word: search(s, w, limit=30, indexed=False), 20)
+                fts = timed(functools.partial(search, s, word, limit=30, indexed=True), 20)
+                like = timed(functools.partial(search, s, word, limit=30, indexed=False), 20)
                 found = len(search(s, word, limit=30, indexed=True))
                 assert found == len(search(s, word, limit=30, indexed=False))
                 rows.append(
