@@ -19,7 +19,7 @@ from core.agent.history import HistoryStore, SessionMeta
 from core.agent.jobs import Job, JobManager
 from core.agent.model_client import ModelClient
 from core.agent.model_config import ModelConfig
-from core.agent.sandbox import PathGuard, ShellSandbox
+from core.agent.sandbox import PathGuard, Permission, ShellSandbox
 from core.agent.session import AgentSession
 from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import ApprovalGate, ToolContext, ToolSpec
@@ -52,6 +52,8 @@ class AgentRuntime:
         self._opening: dict[str, asyncio.Future[AgentSession]] = {}
         self._clients: dict[ModelConfig, ModelClient] = {}
         self._sandboxes: dict[SessionSpec, ShellSandbox] = {}
+        # One guard per permission, kept across tool calls: building one per call resolved every root again.
+        self._guards: dict[Permission, PathGuard] = {}
         # Where calls that need a person wait (the host's ApprovalCenter); None: such calls are refused.
         self.approvals = approvals
 
@@ -129,6 +131,13 @@ class AgentRuntime:
             sandbox = self._sandboxes[spec] = ShellSandbox.detect(spec.permission, home=self._home)
         return sandbox
 
+    def path_guard(self, permission: Permission) -> PathGuard:
+        """The guard for `permission`; a session whose permission changes gets another guard."""
+        guard = self._guards.get(permission)
+        if guard is None:
+            guard = self._guards[permission] = PathGuard(permission, home=self._home)
+        return guard
+
     def sandbox_note(self, spec: SessionSpec) -> str:
         return self.shell_sandbox(spec).description
 
@@ -137,7 +146,7 @@ class AgentRuntime:
             session_id=spec.session_id,
             session_kind=spec.kind,
             cwd=spec.cwd,
-            guard=PathGuard(spec.permission, home=self._home),
+            guard=self.path_guard(spec.permission),
             shell=self.shell_sandbox(spec),
             jobs=self.jobs,
             clock=self.clock,

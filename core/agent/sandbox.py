@@ -6,6 +6,7 @@ under bubblewrap when it works; the description says plainly what protection the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -95,7 +96,12 @@ def is_credential_path(path: Path, home: Path | None = None) -> bool:
 
 
 class PathGuard:
-    """Resolves tool paths to real paths and refuses what the permission does not allow."""
+    """Resolves tool paths to real paths and refuses what the permission does not allow.
+
+    Built once per permission and kept for the session's life (see `AgentRuntime.path_guard`): the roots are
+    resolved here, the credential paths in `refresh_credentials`, which every resolution calls and which
+    re-resolves only when a directory their resolution depends on has changed.
+    """
 
     def __init__(self, permission: Permission, home: Path | None = None) -> None:
         self.permission = permission
@@ -103,18 +109,60 @@ class PathGuard:
         self.workspace = _real(permission.workspace)
         self._writable = (self.workspace, *(_real(p) for p in permission.extra_writable))
         self._denied = tuple(_real(p) for p in permission.denied)
-        self._cred_dirs = tuple(self.home / rel for rel in CREDENTIAL_DIRS)
-        self._cred_files = frozenset(self.home / rel for rel in CREDENTIAL_FILES)
+        # Judged as strings: one C-level startswith over a tuple instead of a Path.is_relative_to per root,
+        # which was most of the guard's time in a walk over many files.
+        self._denied_texts = frozenset(str(p) for p in self._denied)
+        self._denied_prefixes = _prefixes(self._denied)
+        self._writable_texts = frozenset(str(p) for p in self._writable)
+        self._writable_prefixes = _prefixes(self._writable)
+        self._written = CredentialPaths(
+            tuple(self.home / rel for rel in CREDENTIAL_DIRS),
+            frozenset(self.home / rel for rel in CREDENTIAL_FILES),
+        )
+        self._watched: tuple[str, ...] = ()
+        self._fingerprint: _Fingerprint | None = None
+        # One attribute, swapped whole: walks in worker threads read it while the loop thread refreshes it.
+        self._credentials = self._written
+        self.refresh_credentials()
+
+    def refresh_credentials(self) -> None:
+        """Re-resolve the credential paths if a directory their resolution read has changed since.
+
+        A credential path that appears later (~/.aws made mid-session) needs nothing: its written form is
+        always refused, existing or not. What can change is where a credential path *resolves to* (~/.aws
+        made a symlink to /vault/aws): that rewrites an entry of a watched directory, which changes its
+        mtime/ctime, so the next call re-resolves. A few stat calls instead of ~14 realpaths per call.
+        """
+        fingerprint = _fingerprint(self._watched)
+        if fingerprint == self._fingerprint:
+            return
+        watched = self._lookups()
+        # Fingerprint before resolving, and look again after: a change made meanwhile leaves no fingerprint
+        # to trust, so the next call resolves again.
+        fingerprint = _fingerprint(watched)
+        self._credentials = self._written.with_resolved()
+        self._watched = watched
+        self._fingerprint = fingerprint if self._lookups() == watched else None
+
+    def _lookups(self) -> tuple[str, ...]:
+        """The directories whose entries decide where the credential paths resolve to."""
+        watched: set[str] = set()
+        # Home itself was resolved once above; only what lies below it (or where its links lead) can move.
+        for path in (*self._written.dirs, *self._written.files):
+            _note_lookups(str(self.home), str(path.relative_to(self.home)), watched)
+        return tuple(sorted(watched))
 
     # -- queries ---------------------------------------------------------------------------------------
 
     def is_credential_path(self, path: Path) -> bool:
-        if is_git_config(path) or path in self._cred_files:
+        """`path` must already be resolved; judged against the credential paths as written and resolved."""
+        credentials = self._credentials
+        if str(path) in credentials.file_texts or is_git_config(path):
             return True
-        return any(_within(path, root) for root in self._cred_dirs)
+        return _under_any(path, credentials.dir_texts, credentials.dir_prefixes)
 
     def is_denied(self, path: Path) -> bool:
-        return any(_within(path, root) for root in self._denied)
+        return _under_any(path, self._denied_texts, self._denied_prefixes)
 
     def is_hidden(self, path: Path) -> bool:
         """Never shown to tools (credentials or app-private data). `path` must already be resolved."""
@@ -134,6 +182,7 @@ class PathGuard:
             raise ToolError("The path is empty.")
         if "\0" in path:
             raise ToolError("The path contains a NUL character.")
+        self.refresh_credentials()
         if path == "~" or path.startswith("~/"):
             expanded = str(self.home) + path[1:]
         else:
@@ -156,7 +205,8 @@ class PathGuard:
                 real,
                 "read_only",
             )
-        if preset is Preset.WORKSPACE_WRITE and not any(_within(real, root) for root in self._writable):
+        writable = _under_any(real, self._writable_texts, self._writable_prefixes)
+        if preset is Preset.WORKSPACE_WRITE and not writable:
             raise Refused(
                 f"Refused: {self.display(real)} is outside the workspace ({self.workspace}). "
                 f"This bot may write only inside its workspace.",
@@ -178,6 +228,83 @@ class PathGuard:
                 real,
                 "denied",
             )
+
+
+@dataclass(frozen=True)
+class CredentialPaths:
+    """Credential locations: directories hide everything below them, files only themselves."""
+
+    dirs: tuple[Path, ...]
+    files: frozenset[Path]
+    dir_texts: frozenset[str] = dataclasses.field(init=False)
+    dir_prefixes: tuple[str, ...] = dataclasses.field(init=False)
+    file_texts: frozenset[str] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dir_texts", frozenset(str(p) for p in self.dirs))
+        object.__setattr__(self, "dir_prefixes", _prefixes(self.dirs))
+        object.__setattr__(self, "file_texts", frozenset(str(p) for p in self.files))
+
+    def with_resolved(self) -> CredentialPaths:
+        """These paths plus where they resolve to now. The written forms stay whether they exist or not, so a
+        credential dir made later is refused, and so is a symlink pointing into it."""
+        dirs = dict.fromkeys((*self.dirs, *(_real(p) for p in self.dirs)))
+        return CredentialPaths(tuple(dirs), self.files | {_real(p) for p in self.files})
+
+
+_Fingerprint = tuple[tuple[int, int, int, int] | None, ...]
+_MAX_LINK_HOPS = 40
+
+
+def _under_any(path: Path, roots: frozenset[str], prefixes: tuple[str, ...]) -> bool:
+    """`path` is one of the roots or lies below one (`roots` and `prefixes` as made by `_prefixes`)."""
+    text = str(path)
+    return text in roots or text.startswith(prefixes)
+
+
+def _prefixes(roots: tuple[Path, ...]) -> tuple[str, ...]:
+    """What a path strictly below each root starts with (`/` for the root of the file system)."""
+    return tuple(str(root).rstrip("/") + "/" for root in roots)
+
+
+def _fingerprint(dirs: tuple[str, ...]) -> _Fingerprint:
+    marks: list[tuple[int, int, int, int] | None] = []
+    for path in dirs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            marks.append(None)
+        else:
+            marks.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(marks)
+
+
+def _note_lookups(start: str, rest: str, watched: set[str], hops: int = 0) -> str:
+    """Resolve `rest` below the resolved directory `start` the way realpath does, adding to `watched` every
+    directory whose entry it looked up (through symlinks too): while none of those changes, the result
+    cannot change either."""
+    resolved = start
+    for name in rest.split("/"):
+        if name in ("", "."):
+            continue
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        watched.add(resolved)
+        candidate = os.path.join(resolved, name)
+        target = _link_target(candidate) if hops < _MAX_LINK_HOPS else None
+        if target is None:
+            resolved = candidate
+        else:
+            resolved = _note_lookups("/" if target.startswith("/") else resolved, target, watched, hops + 1)
+    return resolved
+
+
+def _link_target(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:  # not a link, or not there
+        return None
 
 
 # -- the OS sandbox for shell commands ------------------------------------------------------------------
