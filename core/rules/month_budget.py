@@ -90,7 +90,7 @@ class MonthBudgets:
         now = self._clock.time()
 
         def apply(s: Session) -> list[str]:
-            paused = [r for r in rule_rows.list_rules(s) if r.paused_reason == "budget"]
+            paused = rule_rows.budget_paused_rules(s)
             costs = month_costs(s, paused, now)
             resumed: list[str] = []
             for rule in paused:
@@ -111,6 +111,7 @@ class MonthBudgets:
     async def next_resume(self) -> float | None:
         """When the earliest rule paused at its monthly budget resumes: the next 1st in its zone."""
         now = self._clock.time()
-        rules = await self._db.read(rule_rows.list_rules)
-        starts = [next_month_start(now, r.tz) for r in rules if r.paused_reason == "budget"]
+        # One 1st per zone, not per rule; the scheduler asks this on every wake.
+        zones = await self._db.read(rule_rows.budget_paused_zones)
+        starts = [next_month_start(now, tz) for tz in zones]
         return min(starts, default=None)

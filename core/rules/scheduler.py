@@ -92,6 +92,9 @@ class Scheduler:
             now = self._clock.time()
             skipped: list[tuple[DueRule, SkipReason]] = []
             next_runs: dict[str, float | None] = {}
+            # Rules missed in a long sleep all count from `now`, and most share a few schedules: compute
+            # each (schedule, start) once rather than per rule.
+            following: dict[tuple[Schedule, float], float | None] = {}
             for rule in await self._timeline.due(now):
                 decision = decide(rule, now)
                 if decision == "fire":
@@ -102,7 +105,10 @@ class Scheduler:
                 else:
                     skipped.append((rule, decision))
                 # From now, never from the missed time: one decision per rule after a long sleep.
-                next_runs[rule.rule_id] = next_fire(rule.schedule, max(now, rule.due_at))
+                start = max(now, rule.due_at)
+                if (rule.schedule, start) not in following:
+                    following[rule.schedule, start] = next_fire(rule.schedule, start)
+                next_runs[rule.rule_id] = following[rule.schedule, start]
             if next_runs:
                 await self._timeline.record(skipped, next_runs)
             await self._arm(now)

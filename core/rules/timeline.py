@@ -14,7 +14,7 @@ from core.clock import Clock
 from core.errors import InvalidInputError
 from core.ids import new_id
 from core.rules.runner import RULE_PREFIX, RuleRunner
-from core.rules.schedule import parse_schedule
+from core.rules.schedule import Schedule, parse_schedule
 from core.rules.scheduler import DueRule, SkipReason
 from core.rules.service import RuleService
 from core.store import bots as bot_rows
@@ -46,17 +46,21 @@ class StoredTimeline:
         await self._rules.resume_month_budgets()
 
         def read(s: Session) -> list[DueRule]:
-            rules = rule_rows.due_rules(s, now=now)
+            rules = rule_rows.due_rule_times(s, now=now)
             if not rules:
                 return []
             paused_bots = {b.id for b in bot_rows.list_bots(s) if b.paused}
             running = run_rows.rules_with_live_runs(s, [r.id for r in rules])
+            # After a long sleep every rule is due, and most share a handful of schedules: parse each once.
+            parsed: dict[tuple[str, str], Schedule | None] = {}
             found: list[DueRule] = []
             for rule in rules:
-                try:
-                    schedule = parse_schedule(rule.schedule, default_tz=rule.tz)
-                except InvalidInputError:
-                    log.warning("rule %s: unreadable schedule, not run: %r", rule.id, rule.schedule)
+                key = (rule.schedule_json, rule.tz)
+                if key not in parsed:
+                    parsed[key] = _parsed(rule.schedule_json, rule.tz)
+                schedule = parsed[key]
+                if schedule is None:
+                    log.warning("rule %s: unreadable schedule, not run: %r", rule.id, rule.schedule_json)
                     continue
                 found.append(
                     DueRule(
@@ -83,23 +87,31 @@ class StoredTimeline:
         wanted = {rule.rule_id for rule, _reason in skipped} | set(next_runs)
 
         def write(s: Session) -> set[str]:
-            records = {r.id: r for r in rule_rows.rules_by_id(s, wanted)}
+            facts = rule_rows.run_facts(s, wanted)
             runs = [
                 run_rows.SkippedRun(
                     run_id=new_id("r"),
                     rule_id=rule.rule_id,
-                    bot_id=record.bot_id,
-                    rule_version=record.version,
-                    mode="observe" if record.mode == "observe" else "act",
+                    bot_id=fact.bot_id,
+                    rule_version=fact.version,
+                    mode="observe" if fact.mode == "observe" else "act",
                     due_at=rule.due_at,  # the log shows when it was due
                     reason=reason,
                 )
                 for rule, reason in skipped
-                if (record := records.get(rule.rule_id)) is not None
+                if (fact := facts.get(rule.rule_id)) is not None
             ]
             run_rows.insert_skipped_runs(s, runs, session_prefix=RULE_PREFIX, now=now)
-            rule_rows.set_next_runs(s, {k: v for k, v in next_runs.items() if k in records}, now=now)
-            return set(records)
+            rule_rows.set_next_runs(s, {k: v for k, v in next_runs.items() if k in facts}, now=now)
+            return set(facts)
 
         for rule_id in sorted(await self._db.write(write)):
             self._bus.publish(RuleChanged(rule_id))
+
+
+def _parsed(schedule_json: str, tz: str) -> Schedule | None:
+    """A stored schedule; None when it cannot be read (written by a newer or broken build)."""
+    try:
+        return parse_schedule(rule_rows.decode_schedule(schedule_json), default_tz=tz)
+    except InvalidInputError:
+        return None

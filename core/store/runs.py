@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict, TypeVar, Unpack, cast, get_args
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from core.store.amounts import decode_amounts, encode_amounts
@@ -255,25 +255,28 @@ def insert_skipped_runs(
     for chunk in chunked(ids):
         stmt = select(RunRow.rule_id, func.count()).where(RunRow.rule_id.in_(chunk)).group_by(RunRow.rule_id)
         counts.update({str(rule_id): int(n) for rule_id, n in s.execute(stmt)})
+    rows: list[dict[str, object]] = []
     for item in skipped:
         counts[item.rule_id] += 1
-        s.add(
-            RunRow(
-                id=item.run_id,
-                bot_id=item.bot_id,
-                rule_id=item.rule_id,
-                rule_version=item.rule_version,
-                mode=_check("run mode", item.mode, MODES),
-                session_id=f"{session_prefix}{item.rule_id}-{counts[item.rule_id]}",
-                cause="schedule",
-                state="ended",
-                outcome="skipped",
-                error=item.reason,
-                queued_at=item.due_at,
-                ended_at=now,
-            )
+        rows.append(
+            {
+                "id": item.run_id,
+                "bot_id": item.bot_id,
+                "rule_id": item.rule_id,
+                "rule_version": item.rule_version,
+                "mode": _check("run mode", item.mode, MODES),
+                "session_id": f"{session_prefix}{item.rule_id}-{counts[item.rule_id]}",
+                "cause": "schedule",
+                "state": "ended",
+                "outcome": "skipped",
+                "error": item.reason,
+                "queued_at": item.due_at,
+                "ended_at": now,
+            }
         )
-    s.flush()
+    if rows:
+        # One executemany, not an ORM object per run: after a long sleep every rule may be recorded at once.
+        s.execute(insert(RunRow), rows)
 
 
 def live_runs(s: Session) -> list[RunRecord]:

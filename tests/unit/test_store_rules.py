@@ -18,6 +18,7 @@ from core.store import rules as rule_rows
 from core.store.database import Database, create_store_engine
 from core.store.errors import NotFoundError
 from core.store.migrations import MIGRATIONS, current_version, run_migrations
+from core.store.models import RuleRow
 
 RULE_TABLES = {"rules", "rule_versions"}
 DAILY = {"kind": "daily", "time": "08:00", "tz": "Asia/Shanghai"}
@@ -320,3 +321,41 @@ async def test_delete_rule_takes_its_versions_and_its_log_but_nothing_else(db: D
     }
     assert await db.read(lambda s: rule_rows.get_rule(s, kept.id)) == kept
     assert (await db.read(lambda s: runs.get_run(s, kept_run))) is not None
+
+
+# -- the scheduler's reads and writes (issue 18: 10,000 rules) ---------------------------------------
+
+
+async def test_set_next_runs_stores_every_rule_in_one_go_and_a_held_row_sees_it(db: Database) -> None:
+    bot_id, conv_id = await bot_and_conversation(db)
+    a, b, c = [await db.write(lambda s: add_rule(s, bot_id, conv_id)) for _ in range(3)]
+
+    def write(s: Session) -> tuple[float, float]:
+        held = s.get(RuleRow, a.id)  # loaded before the bulk update, in the same transaction
+        assert held is not None and held.next_run_at == 100.0
+        rule_rows.set_next_runs(s, {a.id: 500.0, b.id: None}, now=42.0)
+        return held.next_run_at, held.updated_at
+
+    assert await db.write(write) == (500.0, 42.0)
+    got = {r.id: r for r in await db.read(rule_rows.list_rules)}
+    assert (got[a.id].next_run_at, got[a.id].updated_at) == (500.0, 42.0)
+    assert (got[b.id].next_run_at, got[b.id].updated_at) == (0.0, 42.0)  # None: it will not run again
+    assert (got[c.id].next_run_at, got[c.id].updated_at) == (100.0, 10.0)  # not named: untouched
+
+
+async def test_the_scheduler_reads_only_due_rules_and_only_budget_paused_ones(db: Database) -> None:
+    bot_id, conv_id = await bot_and_conversation(db)
+    due = await db.write(lambda s: add_rule(s, bot_id, conv_id, next_run_at=50.0))
+    await db.write(lambda s: add_rule(s, bot_id, conv_id, next_run_at=500.0))  # not due yet
+    paused = await db.write(lambda s: add_rule(s, bot_id, conv_id, next_run_at=40.0))
+    await db.write(lambda s: rule_rows.update_rule(s, paused.id, now=11.0, paused_reason="budget"))
+    failing = await db.write(lambda s: add_rule(s, bot_id, conv_id, next_run_at=30.0))
+    await db.write(lambda s: rule_rows.update_rule(s, failing.id, now=11.0, paused_reason="failures"))
+
+    times = await db.read(lambda s: rule_rows.due_rule_times(s, now=100.0))
+    assert [(t.id, t.bot_id, t.next_run_at, t.tz) for t in times] == [(due.id, bot_id, 50.0, "Asia/Shanghai")]
+    assert rule_rows.decode_schedule(times[0].schedule_json) == DAILY
+    assert [r.id for r in await db.read(rule_rows.budget_paused_rules)] == [paused.id]
+    assert await db.read(rule_rows.budget_paused_zones) == ["Asia/Shanghai"]
+    facts = await db.read(lambda s: rule_rows.run_facts(s, {due.id, "ru_gone"}))
+    assert facts == {due.id: rule_rows.RuleRunFacts(bot_id=bot_id, version=1, mode="act")}
