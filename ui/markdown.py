@@ -8,6 +8,7 @@ Raw HTML in the Markdown is shown as text, not interpreted: a reply is words, no
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from PySide6.QtGui import (
     QColor,
@@ -111,22 +112,29 @@ def _closes(line: str, fence: str) -> bool:
     return run[0] == fence[0] and len(run) >= len(fence) and line.strip() == run
 
 
+def _with_fences(lines: list[str]) -> Iterator[tuple[str, bool]]:
+    """Each line, and whether it belongs to fenced code (its opening and closing fence lines included)."""
+    fence: str | None = None
+    for line in lines:
+        if fence is not None:
+            if _closes(line, fence):
+                fence = None
+            yield line, True
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
+        yield line, opening is not None
+
+
 def hard_breaks(text: str) -> str:
     """Every line break outside fenced code kept as a break, as a chat app shows one: Markdown would join
     a question's options line and its default line into one run-on line (a soft break), and a person
     who wrote two lines meant two lines."""
     lines = text.split("\n")
-    fence: str | None = None
     out: list[str] = []
-    for position, line in enumerate(lines):
-        if fence is not None:
-            out.append(line)
-            if _closes(line, fence):
-                fence = None
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            fence = opening.group(1)
+    for position, (line, fenced) in enumerate(_with_fences(lines)):
+        if fenced:
             out.append(line)
             continue
         following = lines[position + 1] if position + 1 < len(lines) else ""
@@ -140,17 +148,8 @@ def split_blocks(text: str) -> list[str]:
     piece by piece: finished blocks keep their rendering and only the last one is redone per delta."""
     blocks: list[str] = []
     current: list[str] = []
-    fence: str | None = None
-    for line in text.split("\n"):
-        if fence is not None:
-            current.append(line)
-            if _closes(line, fence):
-                fence = None
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            fence = opening.group(1)
-        if not line.strip():
+    for line, fenced in _with_fences(text.split("\n")):
+        if not fenced and not line.strip():
             if current:
                 blocks.append("\n".join(current))
                 current = []

@@ -12,8 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QWidget
 from core.chat.views import MessageView, RuleChip
 from ui import theme
 from ui.i18n import t
-from ui.status_dot import StatusDot
-from ui.task_chip import ChipText, PressableRow
+from ui.task_chip import ChipRow, ChipText, PressableRow
 from ui.theme import DotState
 
 
@@ -77,41 +76,15 @@ class RuleOriginLink(PressableRow):
         super().changeEvent(event)
 
 
-class RuleChipRow(PressableRow):
+class RuleChipRow(ChipRow):
     """「● 规则 · <title> ›」 under the reply that created the rule. `opened(rule_id)` when clicked."""
 
-    opened = Signal(str)
-
     def __init__(self, chip: RuleChip, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("ruleChip")
+        super().__init__("ruleChip", rule_dot(chip), parent)
         self.chip = chip
-        self.dot = StatusDot(rule_dot(chip), 7, self)
-        self.label = ChipText("", 1, self)
-        self.label.setObjectName("ruleChipText")
-        self.label.setFont(theme.font("small"))
-        self.label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-        self._tint()
-        row = QHBoxLayout(self)
-        row.setContentsMargins(9, 4, 11, 4)
-        row.setSpacing(5)
-        row.addWidget(self.dot, 0, Qt.AlignmentFlag.AlignVCenter)
-        row.addWidget(self.label, 1)
         self.set_chip(chip)
         self.clicked.connect(lambda: self.opened.emit(self.chip.rule_id))
 
     def set_chip(self, chip: RuleChip) -> None:
         self.chip = chip
-        self.dot.set_state(rule_dot(chip))
-        text = t("rule.chip", title=chip.title)
-        self.label.set_text(text)
-        self.setText(text)
-        self.updateGeometry()
-
-    def _tint(self) -> None:
-        self.label.set_color(theme.colors().muted)
-
-    def changeEvent(self, event: QEvent) -> None:
-        if event.type() == QEvent.Type.StyleChange:
-            self._tint()
-        super().changeEvent(event)
+        self.show_line(rule_dot(chip), t("rule.chip", title=chip.title))

@@ -65,16 +65,18 @@ class PressableRow(QAbstractButton):
         self.style().drawPrimitive(QStyle.PrimitiveElement.PE_Widget, option, painter, self)
 
 
-class TaskChipRow(PressableRow):
+class ChipRow(PressableRow):
+    """A chip under a reply: a state dot and one muted line, pressable as a whole. Task and rule chips
+    differ only in what the line says and what a press opens."""
+
     opened = Signal(str)
 
-    def __init__(self, chip: TaskChip, parent: QWidget | None = None) -> None:
+    def __init__(self, object_name: str, dot: DotState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("taskChip")
-        self.chip = chip
-        self.dot = StatusDot(dot_state(chip.group), 7, self)
+        self.setObjectName(object_name)
+        self.dot = StatusDot(dot, 7, self)
         self.label = ChipText("", 1, self)
-        self.label.setObjectName("taskChipText")
+        self.label.setObjectName(f"{object_name}Text")
         self.label.setFont(theme.font("small"))
         # Its natural width, shrinking (with …) only when the column is narrower than the chip.
         self.label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
@@ -84,14 +86,9 @@ class TaskChipRow(PressableRow):
         row.setSpacing(5)
         row.addWidget(self.dot, 0, Qt.AlignmentFlag.AlignVCenter)
         row.addWidget(self.label, 1)
-        self.set_chip(chip)
-        self.clicked.connect(lambda: self.opened.emit(self.chip.task_id))
 
-    def set_chip(self, chip: TaskChip) -> None:
-        self.chip = chip
-        self.dot.set_state(dot_state(chip.group, chip.stage))
-        label = stage_label(chip.stage, language()) if chip.stage else chip.stage_label
-        text = t("task.chip", title=chip.title, stage=label)
+    def show_line(self, dot: DotState, text: str) -> None:
+        self.dot.set_state(dot)
         self.label.set_text(text)
         self.setText(text)  # not drawn (the label is): what tests and screen readers read
         self.updateGeometry()
@@ -103,3 +100,16 @@ class TaskChipRow(PressableRow):
         if event.type() == QEvent.Type.StyleChange:
             self._tint()
         super().changeEvent(event)
+
+
+class TaskChipRow(ChipRow):
+    def __init__(self, chip: TaskChip, parent: QWidget | None = None) -> None:
+        super().__init__("taskChip", dot_state(chip.group), parent)
+        self.chip = chip
+        self.set_chip(chip)
+        self.clicked.connect(lambda: self.opened.emit(self.chip.task_id))
+
+    def set_chip(self, chip: TaskChip) -> None:
+        self.chip = chip
+        label = stage_label(chip.stage, language()) if chip.stage else chip.stage_label
+        self.show_line(dot_state(chip.group, chip.stage), t("task.chip", title=chip.title, stage=label))

@@ -4,10 +4,6 @@ refusal is said under the error and the button comes back."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
@@ -17,7 +13,6 @@ from core.errors import ConflictError
 from core.host import Host
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.integration.host_fixtures import make_host
 from tests.ui.conftest import wait_until
 from tests.ui.test_chat_view import child, live_text, open_chat, visible_messages
 from ui.async_calls import AsyncCalls
@@ -100,20 +95,6 @@ async def test_retry_in_the_window_shows_the_new_reply(window: MainWindow, facad
             visible_messages(window) == [("UserMessage", "What is 6*7?"), ("AssistantMessage", "It is 42.")]
         )
     )
-
-
-@pytest.fixture
-async def model_server() -> AsyncIterator[ScriptedModelServer]:
-    async with ScriptedModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def host(tmp_path: Path, model_server: ScriptedModelServer) -> AsyncIterator[Host]:
-    made = make_host(tmp_path / "data", model_server.base_url, home=tmp_path / "home")
-    await made.start()
-    yield made
-    await made.stop()
 
 
 async def test_retry_over_a_real_host_asks_the_model_again(
