@@ -1,7 +1,7 @@
 """`errand`: the tray app. Shows the window first, then starts the host on the same (qasync) loop.
 
-pydantic-ai is imported by `Host.start()` in a worker thread, after the window is on screen; until the
-window's first read is shown, a calm skeleton stands in for its content (`ui.skeleton`). A language saved
+The agent runtime is imported by `Host.start()` in a worker thread, after the window is on screen; until
+the window's first read is shown, a calm skeleton stands in for its content (`ui.skeleton`). A language saved
 in Settings applies at once: the window is built again in it (`app.live_language`).
 """
 

@@ -1,6 +1,6 @@
 """The host: store, bots, chat and the agent runtime, composed once and run on whatever loop is given.
 
-Constructing a Host is cheap; `start()` imports the agent runtime (pydantic-ai), so the desktop app can show
+Constructing a Host is cheap; `start()` imports the agent runtime and its tools, so the desktop app can show
 its window first.
 """
 
@@ -301,7 +301,7 @@ class Host:
             await asyncio.to_thread((self.data_dir / sub).mkdir, parents=True, exist_ok=True)
         await self.db.open()
         await self.prices.load()
-        # pydantic-ai takes ~0.8 s to import; a worker thread keeps the UI loop free meanwhile.
+        # The runtime and its tools import in a worker thread: the UI loop stays free meanwhile.
         runtime_module = await asyncio.to_thread(importlib.import_module, "core.agent.runtime")
         await asyncio.to_thread(warm_up)  # the TLS context model clients share: ~70 ms, kept off the loop
         await asyncio.to_thread(CostMeter.warm_up)  # the price catalogue: ~180 ms, kept off the loop too

@@ -1,9 +1,9 @@
-"""A streaming client for OpenAI-compatible Chat Completions, speaking pydantic-ai's message types.
+"""A streaming client for OpenAI-compatible Chat Completions, speaking our history's messages.
 
 Why not the openai SDK (through pydantic-ai's OpenAIChatModel)? Measured here, its per-request parameter
 transform costs 15-30 ms per step, growing with the history, and importing it costs 0.7 s; the host's step
-gap target is 10 ms. The wire format is small and stable, so we speak it directly with httpx and keep
-pydantic-ai's typed messages (`ModelRequest`, `ModelResponse`, tool parts) for history and persistence.
+gap target is 10 ms. The wire format is small and stable, so we speak it directly with httpx, from and to
+the records of `messages.py`.
 """
 
 from __future__ import annotations
@@ -14,21 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from pydantic_ai.messages import (
+
+from core.agent.http_warmup import shared_ssl_context
+from core.agent.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    ModelResponsePart,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
+    ReplyText,
+    ResponsePart,
+    ToolCall,
+    ToolDefinition,
+    Usage,
+    UserText,
 )
-from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.usage import RequestUsage
-
-from core.agent.http_warmup import shared_ssl_context
 from core.agent.model_config import ModelConfig
 
 TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
@@ -48,14 +46,8 @@ class MalformedStreamError(Exception):
     """The endpoint's stream was not the Chat Completions format."""
 
 
-def _user_text(part: UserPromptPart) -> str:
-    if isinstance(part.content, str):
-        return part.content
-    return "\n".join(item for item in part.content if isinstance(item, str))
-
-
 def to_wire_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
-    """pydantic-ai history -> Chat Completions `messages`, led by the latest instructions as system."""
+    """History -> Chat Completions `messages`, led by the latest instructions as system."""
     instructions = next(
         (m.instructions for m in reversed(messages) if isinstance(m, ModelRequest) and m.instructions), None
     )
@@ -63,21 +55,13 @@ def to_wire_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     for message in messages:
         if isinstance(message, ModelRequest):
             for part in message.parts:
-                if isinstance(part, SystemPromptPart):
-                    out.append({"role": "system", "content": part.content})
-                elif isinstance(part, UserPromptPart):
-                    out.append({"role": "user", "content": _user_text(part)})
-                elif isinstance(part, ToolReturnPart):
-                    out.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": part.tool_call_id,
-                            "content": part.model_response_str(),
-                        }
-                    )
+                if isinstance(part, UserText):
+                    out.append({"role": "user", "content": part.text})
+                else:
+                    out.append({"role": "tool", "tool_call_id": part.tool_call_id, "content": part.content})
         else:
-            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
-            calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+            text = message.text
+            calls = message.tool_calls
             if not text and not calls:
                 continue
             wire: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -86,7 +70,7 @@ def to_wire_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
                     {
                         "id": c.tool_call_id,
                         "type": "function",
-                        "function": {"name": c.tool_name, "arguments": c.args_as_json_str()},
+                        "function": {"name": c.tool_name, "arguments": _wire_arguments(c.arguments)},
                     }
                     for c in calls
                 ]
@@ -94,15 +78,22 @@ def to_wire_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     return out
 
 
+def _wire_arguments(arguments: str) -> str:
+    """A call's arguments as sent back with the history. Arguments that are not a JSON object (the model
+    wrote them broken, and was told so) go wrapped in one: some servers refuse a history that holds them."""
+    try:
+        if isinstance(json.loads(arguments), dict):
+            return arguments
+    except ValueError:
+        pass
+    return json.dumps({"INVALID_JSON": arguments}, ensure_ascii=False)
+
+
 def to_wire_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",
-            "function": {
-                "name": t.name,
-                "description": t.description or "",
-                "parameters": t.parameters_json_schema,
-            },
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
         }
         for t in tools
     ]
@@ -152,27 +143,23 @@ class _Accumulator:
             self.finish_reason = choice.get("finish_reason") or self.finish_reason
 
     def response(self) -> ModelResponse:
-        parts: list[ModelResponsePart] = []
+        parts: list[ResponsePart] = []
         if self.text:
-            parts.append(TextPart("".join(self.text)))
+            parts.append(ReplyText("".join(self.text)))
         for index in sorted(self.calls):
             draft = self.calls[index]
             parts.append(
-                ToolCallPart(
-                    tool_name=draft.name,
-                    args="".join(draft.arguments) or "{}",
+                ToolCall(
                     tool_call_id=draft.id or f"call_{index}",
+                    tool_name=draft.name,
+                    arguments="".join(draft.arguments) or "{}",
                 )
             )
         return ModelResponse(
-            parts=parts,
-            usage=RequestUsage(
-                input_tokens=self.input_tokens,
-                output_tokens=self.output_tokens,
-                cache_read_tokens=self.cache_read_tokens,
-            ),
+            parts=tuple(parts),
+            usage=Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens),
             model_name=self.model,
-            provider_response_id=self.response_id,
+            response_id=self.response_id,
             finish_reason=_finish_reason(self.finish_reason),
         )
 
@@ -187,7 +174,7 @@ def _cached_tokens(usage: dict[str, Any]) -> int:
     return max(0, hit) if isinstance(hit, int) else 0
 
 
-def _finish_reason(raw: str | None) -> Any:
+def _finish_reason(raw: str | None) -> str | None:
     return {
         "stop": "stop",
         "length": "length",

@@ -1,4 +1,5 @@
-"""Session history on disk: one JSON line per model message, appended as each step finishes.
+"""Session history on disk: one JSON line per model message (`history_format.py`), appended as each step
+finishes.
 
 Append-only JSONL keeps a step's write small however long the session grows; a line cut short by a crash
 is skipped on load, so the history stays valid up to the last finished step.
@@ -15,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from core.agent import history_format
+from core.agent.messages import ModelMessage
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +56,7 @@ class HistoryStore:
     def _append_sync(self, session_id: str, messages: list[ModelMessage]) -> None:
         directory = self._dir(session_id)
         directory.mkdir(parents=True, exist_ok=True)
-        lines = b"".join(ModelMessagesTypeAdapter.dump_json([m]) + b"\n" for m in messages)
+        lines = b"".join(history_format.encode(m) for m in messages)
         with (directory / "history.jsonl").open("ab") as f:
             f.write(lines)
 
@@ -83,8 +85,8 @@ class HistoryStore:
                 if not line.strip():
                     continue
                 try:
-                    messages.extend(ModelMessagesTypeAdapter.validate_json(line))
-                except ValueError:
+                    messages.extend(history_format.decode(line))
+                except history_format.UnreadableLine:
                     log.warning("skipping unreadable line %d of %s (cut short by a crash?)", number, path)
         return messages
 

@@ -6,11 +6,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 
 import httpx
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.tools import ToolDefinition
 
 from core import translations
 from core.agent.chat_completions import ChatCompletionsClient, EndpointError, MalformedStreamError
+from core.agent.messages import ModelMessage, ModelResponse, ToolDefinition
 from core.agent.model_config import ModelConfig, RetryPolicy
 from core.clock import Clock
 from core.translations import Language

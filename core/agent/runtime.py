@@ -2,7 +2,7 @@
 
 It owns sessions, their history on disk, tools, jobs and one event stream.
 
-Importing this module imports pydantic-ai (about 0.8 s): the desktop app does it after the window shows.
+The host imports it when it starts, in a worker thread: the desktop app shows its window first.
 """
 
 from __future__ import annotations

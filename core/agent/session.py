@@ -17,19 +17,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import ValidationError
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from pydantic_ai.tools import ToolDefinition
 
 from core.agent import events as ev
+from core.agent.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ReplyText,
+    RequestPart,
+    ToolCall,
+    ToolDefinition,
+    ToolReturn,
+    UserText,
+)
 from core.agent.model_client import ModelCallError
 from core.agent.model_config import ModelConfig
 from core.agent.prompt import system_prompt
@@ -62,8 +62,8 @@ class _TurnState:
     step: int = 0
     in_flight: ModelRequest | None = None
     partial_text: list[str] = field(default_factory=list)
-    pending_calls: list[ToolCallPart] = field(default_factory=list)
-    returns: list[ModelRequestPart] = field(default_factory=list)
+    pending_calls: list[ToolCall] = field(default_factory=list)
+    returns: list[RequestPart] = field(default_factory=list)
 
 
 def _format_validation_error(tool: str, exc: ValidationError) -> str:
@@ -76,7 +76,7 @@ def _format_validation_error(tool: str, exc: ValidationError) -> str:
     )
 
 
-def _dangling_calls(history: list[ModelMessage]) -> list[ToolCallPart]:
+def _dangling_calls(history: list[ModelMessage]) -> list[ToolCall]:
     """Tool calls in the last response that never got a result (the app stopped mid-tool)."""
     if not history or not isinstance(history[-1], ModelResponse):
         return []
@@ -90,9 +90,8 @@ class AgentSession:
         self.history: list[ModelMessage] = history
         self._inbox: deque[_Input] = deque()
         self._steers: deque[_Input] = deque()
-        self._carry: list[ModelRequestPart] = [
-            ToolReturnPart(tool_name=c.tool_name, content=INTERRUPTED, tool_call_id=c.tool_call_id)
-            for c in _dangling_calls(history)
+        self._carry: list[RequestPart] = [
+            ToolReturn(c.tool_call_id, c.tool_name, INTERRUPTED) for c in _dangling_calls(history)
         ]
         self._taken: set[str] = set()
         # Inputs the current turn has taken off the queues and not yet written into the history.
@@ -108,7 +107,7 @@ class AgentSession:
         self._tools: dict[str, ToolSpec] = self._select_tools()
         # Built once: a JSON schema per tool costs ~1 ms, too much to redo at every step.
         self._tool_definitions = [
-            ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.json_schema())
+            ToolDefinition(name=t.name, description=t.description, parameters=t.json_schema())
             for t in self._tools.values()
         ]
 
@@ -165,10 +164,7 @@ class AgentSession:
         if not self.history or not isinstance(self.history[-1], ModelRequest):
             return False
         request = self.history[-1]
-        text = "\n".join(
-            p.content for p in request.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)
-        )
-        self._inbox.append(_Input(f"resume_{secrets.token_hex(6)}", text, resumed=request))
+        self._inbox.append(_Input(f"resume_{secrets.token_hex(6)}", request.user_text, resumed=request))
         self._ensure_driver()
         return True
 
@@ -201,7 +197,7 @@ class AgentSession:
         if self._turn is not None and not self._turn.done():
             self._steers.append(_Input(f"note_{secrets.token_hex(6)}", text))
             return
-        note = ModelRequest(parts=[UserPromptPart(text)])
+        note = ModelRequest(parts=(UserText(text),))
         self.history.append(note)
         await self._runtime.history.append(self.session_id, [note])
 
@@ -288,13 +284,13 @@ class AgentSession:
         turn = _TurnState(turn_id=f"u_{secrets.token_hex(6)}")
         self._emit(ev.TurnStarted(self.session_id, turn.turn_id))
         resumed = first.resumed
-        parts: list[ModelRequestPart] = []
+        parts: list[RequestPart] = []
         if resumed is not None:
             # Its inputs are announced again, so whoever waits for their answer follows this turn.
             inputs = [_Input(i, first.text) for i in input_ids_of(resumed)]
         else:
             inputs = [first, *self._drain_steers()]
-            parts = [*self._carry, *(UserPromptPart(i.text) for i in inputs)]
+            parts = [*self._carry, *(UserText(i.text) for i in inputs)]
             self._carry = []
         outcome: ev.TurnOutcome = "done"
         error = ""
@@ -306,13 +302,13 @@ class AgentSession:
                 if response.tool_calls:
                     await self._run_tools(turn, response.tool_calls)
                     inputs = self._drain_steers()
-                    parts = [*turn.returns, *(UserPromptPart(i.text) for i in inputs)]
+                    parts = [*turn.returns, *(UserText(i.text) for i in inputs)]
                     continue
                 # A steer that arrived while the final answer streamed gets one more model request.
                 inputs = self._drain_steers()
                 if not inputs:
                     break
-                parts = [UserPromptPart(i.text) for i in inputs]
+                parts = [UserText(i.text) for i in inputs]
         except asyncio.CancelledError:
             outcome = "cancelled"
             await self._keep_what_was_said(turn, keep_partial=True)
@@ -331,7 +327,7 @@ class AgentSession:
     async def _step(
         self,
         turn: _TurnState,
-        parts: list[ModelRequestPart],
+        parts: list[RequestPart],
         inputs: list[_Input],
         *,
         resumed: ModelRequest | None = None,
@@ -344,11 +340,11 @@ class AgentSession:
         turn.step += 1
         if resumed is None:
             request = ModelRequest(
-                parts=parts,
+                parts=tuple(parts),
                 instructions=system_prompt(
                     self.spec, self._runtime.clock.now(), self._runtime.sandbox_note(self.spec)
                 ),
-                metadata={"input_ids": [i.input_id for i in inputs]} if inputs else None,
+                input_ids=tuple(i.input_id for i in inputs),
             )
         else:
             request = resumed
@@ -390,7 +386,7 @@ class AgentSession:
                     await write
             raise
 
-    async def _run_tools(self, turn: _TurnState, calls: list[ToolCallPart]) -> None:
+    async def _run_tools(self, turn: _TurnState, calls: list[ToolCall]) -> None:
         turn.pending_calls = list(calls)
         turn.returns = []
         while turn.pending_calls:
@@ -405,14 +401,11 @@ class AgentSession:
             text = "".join(turn.partial_text) if keep_partial else ""
             if text:
                 with contextlib.suppress(Exception):
-                    await self._persist([ModelResponse(parts=[TextPart(text)])])
+                    await self._persist([ModelResponse(parts=(ReplyText(text),))])
         else:
             self._carry = [
                 *turn.returns,
-                *(
-                    ToolReturnPart(tool_name=c.tool_name, content=INTERRUPTED, tool_call_id=c.tool_call_id)
-                    for c in turn.pending_calls
-                ),
+                *(ToolReturn(c.tool_call_id, c.tool_name, INTERRUPTED) for c in turn.pending_calls),
             ]
 
     async def _ask_model(self, turn_id: str, step: int, partial_text: list[str]) -> ModelResponse:
@@ -447,11 +440,9 @@ class AgentSession:
         )
         return response
 
-    async def _run_tool(self, turn_id: str, call: ToolCallPart) -> ToolReturnPart:
+    async def _run_tool(self, turn_id: str, call: ToolCall) -> ToolReturn:
         clock = self._runtime.clock
-        self._emit(
-            ev.ToolCall(self.session_id, turn_id, call.tool_call_id, call.tool_name, call.args_as_json_str())
-        )
+        self._emit(ev.ToolCall(self.session_id, turn_id, call.tool_call_id, call.tool_name, call.arguments))
         started = clock.monotonic()
         ok, output = await self._execute(call)
         if len(output) > _MAX_TOOL_OUTPUT:
@@ -469,9 +460,9 @@ class AgentSession:
                 clock.monotonic() - started,
             )
         )
-        return ToolReturnPart(tool_name=call.tool_name, content=output, tool_call_id=call.tool_call_id)
+        return ToolReturn(call.tool_call_id, call.tool_name, output)
 
-    async def _execute(self, call: ToolCallPart) -> tuple[bool, str]:
+    async def _execute(self, call: ToolCall) -> tuple[bool, str]:
         if self._refusal:
             return False, f"Error: {self._refusal}"
         tool = self._tools.get(call.tool_name)
@@ -479,8 +470,8 @@ class AgentSession:
             available = ", ".join(self._tools)
             return False, f"Error: there is no tool named {call.tool_name!r}. Available tools: {available}."
         try:
-            raw = call.args_as_dict(raise_if_invalid=True)
-        except (ValueError, AssertionError):
+            raw = call.arguments_object()
+        except ValueError:
             return (
                 False,
                 f"Error: the arguments for {tool.name} are not a valid JSON object. Send a JSON object.",

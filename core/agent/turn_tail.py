@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+from core.agent.messages import ModelMessage, ModelRequest, ModelResponse
 
 TailState = Literal["not_taken", "answered", "unanswered", "cut_in_tool"]
 
@@ -24,9 +24,7 @@ class InputTail:
 
 
 def input_ids_of(message: ModelMessage) -> list[str]:
-    if isinstance(message, ModelRequest) and message.metadata:
-        return [str(i) for i in message.metadata.get("input_ids", [])]
-    return []
+    return list(message.input_ids) if isinstance(message, ModelRequest) else []
 
 
 def tail_of(history: list[ModelMessage], input_id: str) -> InputTail:

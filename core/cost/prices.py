@@ -41,8 +41,8 @@ Lang = Literal["zh", "en"]
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens of one model call. `input_tokens` is all input, cache reads and writes included (as pydantic-ai
-    and genai-prices count it); the cache counts say how much of it was priced as cache."""
+    """Tokens of one model call. `input_tokens` is all input, cache reads and writes included (as the Chat
+    Completions usage and genai-prices count it); the cache counts say how much of it was priced as cache."""
 
     input_tokens: int
     output_tokens: int

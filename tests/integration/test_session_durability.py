@@ -4,16 +4,20 @@ the model call leaves it owed, and asking again repeats nothing."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from core.agent import events as ev
 from core.agent.runtime import AgentRuntime
+from core.agent.turn_tail import InputTail
 from core.clock import SystemClock
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.integration.conftest import OpenSession
 from tests.integration.test_agent_runtime import Recorder
+
+OLD_HISTORY = Path(__file__).parents[1] / "data" / "history_pydantic_ai" / "chat-c_gen"
 
 
 @asynccontextmanager
@@ -32,8 +36,8 @@ async def crash_and_restart(tmp_path: Path, home: Path) -> AsyncIterator[tuple[A
 def _history_texts(path: Path) -> list[str]:
     texts = []
     for line in path.read_text().splitlines():
-        for message in json.loads(line):
-            texts += [str(p.get("content")) for p in message["parts"] if p["part_kind"] == "user-prompt"]
+        message = json.loads(line)
+        texts += [str(p["text"]) for p in message["parts"] if p["type"] == "user"]
     return texts
 
 
@@ -130,3 +134,33 @@ async def test_the_same_input_handed_over_twice_reaches_the_model_once(
     await session.wait_idle(5)
     assert len(model_server.requests) == 1
     assert [m["content"] for m in model_server.messages_of(0) if m["role"] == "user"] == ["the brief"]
+
+
+async def test_a_session_written_by_the_version_before_resumes_where_it_stopped(
+    tmp_path: Path, runtime: AgentRuntime, model_server: ScriptedModelServer, open_session: OpenSession
+) -> None:
+    # A real history of Errand 0.1 (pydantic-ai's format) that ends in a request a crash left unanswered.
+    old = OLD_HISTORY
+    shutil.copytree(old, tmp_path / "sessions" / "chat-c_gen")
+    rec = Recorder(runtime)
+    session = await open_session("chat-c_gen")
+    assert [session.has_taken(f"m{n}") for n in range(1, 6)] == [True] * 5
+    assert session.unanswered_inputs() == ["m5"]
+    model_server.push_many(
+        [Reply.tool_calls([ToolCallSpec("read_file", {"path": "notes.txt"})]), Reply.text("Milk and eggs.")]
+    )
+    (tmp_path / "workspace" / "notes.txt").write_text("milk\neggs\n")
+    assert session.resume()
+    await rec.wait_for(ev.TurnEnded)
+    sent = model_server.messages_of(0)
+    assert [m["role"] for m in sent].count("tool") == 4  # the old turns' results went along
+    assert sent[-1] == {"role": "user", "content": "and one more?"}
+    assert session.tail_of("m5") == InputTail("answered", "Milk and eggs.")
+    # The steps of this turn went to disk in the new format after the old lines, and read back whole.
+    reopened = AgentRuntime(sessions_dir=tmp_path / "sessions", clock=SystemClock(), home=tmp_path / "home")
+    try:
+        again = await reopened.history.load("chat-c_gen")
+        assert again == session.history
+        assert len(again) == 17
+    finally:
+        await reopened.close()

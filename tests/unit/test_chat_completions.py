@@ -1,4 +1,4 @@
-"""Mapping pydantic-ai history to the Chat Completions wire format, and building responses from chunks."""
+"""Mapping history to the Chat Completions wire format, and building responses from chunks."""
 
 from __future__ import annotations
 
@@ -6,32 +6,28 @@ import json
 
 import httpx
 import pytest
-from pydantic_ai.messages import (
+
+from core.agent.chat_completions import ChatCompletionsClient, EndpointError, to_wire_messages, to_wire_tools
+from core.agent.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
+    ReplyText,
+    ToolCall,
+    ToolDefinition,
+    ToolReturn,
+    UserText,
 )
-from pydantic_ai.tools import ToolDefinition
-
-from core.agent.chat_completions import ChatCompletionsClient, EndpointError, to_wire_messages, to_wire_tools
 from core.agent.model_config import ModelConfig
 
 
 def test_history_maps_to_wire_messages_with_the_latest_instructions_first() -> None:
     history: list[ModelMessage] = [
-        ModelRequest(parts=[UserPromptPart("list files")], instructions="old instructions"),
-        ModelResponse(
-            parts=[TextPart("Looking."), ToolCallPart("bash", {"command": "ls"}, tool_call_id="c1")]
-        ),
-        ModelRequest(
-            parts=[ToolReturnPart("bash", "a.txt", tool_call_id="c1")], instructions="new instructions"
-        ),
-        ModelResponse(parts=[]),  # an empty response (cancelled before any text) is not sent
-        ModelRequest(parts=[UserPromptPart("thanks")]),
+        ModelRequest(parts=(UserText("list files"),), instructions="old instructions"),
+        ModelResponse(parts=(ReplyText("Looking."), ToolCall("c1", "bash", '{"command":"ls"}'))),
+        ModelRequest(parts=(ToolReturn("c1", "bash", "a.txt"),), instructions="new instructions"),
+        ModelResponse(parts=()),  # an empty response (cancelled before any text) is not sent
+        ModelRequest(parts=(UserText("thanks"),)),
     ]
     wire = to_wire_messages(history)
     assert wire[0] == {"role": "system", "content": "new instructions"}
@@ -47,7 +43,7 @@ def test_history_maps_to_wire_messages_with_the_latest_instructions_first() -> N
 
 def test_tools_map_to_function_definitions() -> None:
     schema = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
-    tool = ToolDefinition(name="bash", description="Run a command", parameters_json_schema=schema)
+    tool = ToolDefinition(name="bash", description="Run a command", parameters=schema)
     assert to_wire_tools([tool]) == [
         {
             "type": "function",
@@ -88,12 +84,12 @@ async def test_a_stream_builds_text_tool_calls_and_usage() -> None:
     transport = httpx.MockTransport(lambda request: httpx.Response(200, content=body))
     client = ChatCompletionsClient(ModelConfig("http://model.test/v1", "m", "key"), transport=transport)
     deltas: list[str] = []
-    response = await client.stream([ModelRequest(parts=[UserPromptPart("hi")])], [], deltas.append)
+    response = await client.stream([ModelRequest(parts=(UserText("hi"),))], [], deltas.append)
     await client.aclose()
     assert deltas == ["Hel", "lo"]
     assert response.text == "Hello"
     call = response.tool_calls[0]
-    assert (call.tool_name, call.tool_call_id, call.args_as_dict()) == ("grep", "c9", {"pattern": "x"})
+    assert (call.tool_name, call.tool_call_id, call.arguments_object()) == ("grep", "c9", {"pattern": "x"})
     assert (response.usage.input_tokens, response.usage.output_tokens) == (11, 7)
 
 
@@ -106,6 +102,6 @@ async def test_an_error_status_carries_the_servers_message_and_retry_after() -> 
         ModelConfig("http://model.test/v1", "m", "key"), transport=httpx.MockTransport(handler)
     )
     with pytest.raises(EndpointError) as raised:
-        await client.stream([ModelRequest(parts=[UserPromptPart("hi")])], [], lambda _t: None)
+        await client.stream([ModelRequest(parts=(UserText("hi"),))], [], lambda _t: None)
     await client.aclose()
     assert (raised.value.status, raised.value.message, raised.value.retry_after) == (429, "slow down", 3.0)

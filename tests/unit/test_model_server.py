@@ -1,4 +1,4 @@
-"""The scripted model server speaks Chat Completions well enough for the real openai SDK and pydantic-ai."""
+"""The scripted model server speaks Chat Completions well enough for the real openai SDK."""
 
 from __future__ import annotations
 
@@ -12,34 +12,11 @@ from pathlib import Path
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam
-from pydantic_ai.direct import model_request, model_request_stream
-from pydantic_ai.exceptions import ModelHTTPError
-from pydantic_ai.messages import (
-    ModelRequest,
-    PartDeltaEvent,
-    PartStartEvent,
-    TextPart,
-    TextPartDelta,
-    ToolCallPart,
-)
-from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
-from pydantic_ai.tools import ToolDefinition
 
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec, echo_responder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 USER_HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
-BASH_TOOL = ToolDefinition(
-    name="bash",
-    description="Run a shell command.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"command": {"type": "string"}},
-        "required": ["command"],
-    },
-)
 
 
 @pytest.fixture
@@ -53,13 +30,6 @@ async def client(server: ScriptedModelServer) -> AsyncIterator[openai.AsyncOpenA
     c = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
     yield c
     await c.close()
-
-
-@pytest.fixture
-def pai_model(client: openai.AsyncOpenAI) -> OpenAIChatModel:
-    # Built on the test's own client (as core/agent does), which the fixture closes: pydantic-ai's
-    # shared default HTTP client would keep sockets to this test's server open past its event loop.
-    return OpenAIChatModel("fake-model", provider=OpenAIProvider(openai_client=client))
 
 
 # -- openai SDK ------------------------------------------------------------------------------------
@@ -350,79 +320,6 @@ def test_reply_constructors_reject_nonsense():
         Reply.tool_calls([])
     with pytest.raises(ValueError):
         Reply.error(200)
-
-
-# -- pydantic-ai ----------------------------------------------------------------------------------
-
-
-async def test_pydantic_ai_streams_text_deltas_and_usage(server, pai_model):
-    server.push(Reply.text("Hello from the fake model", chunks=3, usage=(12, 6)))
-
-    texts: list[str] = []
-    async with model_request_stream(pai_model, [ModelRequest.user_text_prompt("hi")]) as stream:
-        async for event in stream:
-            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-                texts.append(event.part.content)
-            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                texts.append(event.delta.content_delta)
-        response = stream.get()
-
-    assert len(texts) == 3
-    assert "".join(texts) == "Hello from the fake model"
-    assert [p.content for p in response.parts if isinstance(p, TextPart)] == ["Hello from the fake model"]
-    assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 6)
-    assert response.finish_reason == "stop"
-    assert server.last_request.body["stream"] is True
-    assert server.last_request.body["stream_options"]["include_usage"] is True
-
-
-async def test_pydantic_ai_streams_a_tool_call(server, pai_model):
-    server.push(Reply.tool_calls([ToolCallSpec("bash", {"command": "echo hi"})], usage=(30, 9)))
-    params = ModelRequestParameters(function_tools=[BASH_TOOL])
-
-    async with model_request_stream(
-        pai_model, [ModelRequest.user_text_prompt("run it")], model_request_parameters=params
-    ) as stream:
-        async for _ in stream:
-            pass
-        response = stream.get()
-
-    calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
-    assert len(calls) == 1
-    assert calls[0].tool_name == "bash"
-    assert calls[0].args_as_dict() == {"command": "echo hi"}
-    assert calls[0].tool_call_id.startswith("call_")
-    assert (response.usage.input_tokens, response.usage.output_tokens) == (30, 9)
-    assert response.finish_reason == "tool_call"
-    assert [t["function"]["name"] for t in server.last_request.body["tools"]] == ["bash"]
-
-
-async def test_pydantic_ai_non_streaming_request(server, pai_model):
-    server.push(Reply.tool_calls([ToolCallSpec("bash", {"command": "ls"}, id="call_x")], usage=(4, 3)))
-    server.push(Reply.text("all done", usage=(5, 2)))
-    params = ModelRequestParameters(function_tools=[BASH_TOOL])
-
-    first = await model_request(
-        pai_model, [ModelRequest.user_text_prompt("go")], model_request_parameters=params
-    )
-    second = await model_request(pai_model, [ModelRequest.user_text_prompt("go")])
-
-    call = first.parts[0]
-    assert isinstance(call, ToolCallPart)
-    assert (call.tool_name, call.tool_call_id, call.args_as_dict()) == ("bash", "call_x", {"command": "ls"})
-    assert [p.content for p in second.parts if isinstance(p, TextPart)] == ["all done"]
-    assert (second.usage.input_tokens, second.usage.output_tokens) == (5, 2)
-    assert "stream" not in server.last_request.body or server.last_request.body["stream"] is False
-
-
-async def test_pydantic_ai_sees_error_status(server, pai_model):
-    server.push(Reply.error(429, message="slow down"))
-
-    with pytest.raises(ModelHTTPError) as caught:
-        await model_request(pai_model, [ModelRequest.user_text_prompt("hi")])
-
-    assert caught.value.status_code == 429
-    assert len(server.requests) == 1
 
 
 # -- standalone process -----------------------------------------------------------------------------

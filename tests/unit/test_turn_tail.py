@@ -2,34 +2,34 @@
 
 from __future__ import annotations
 
-from pydantic_ai.messages import (
+from core.agent.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
+    ReplyText,
+    ResponsePart,
+    ToolCall,
+    ToolReturn,
+    UserText,
 )
-
 from core.agent.turn_tail import tail_of
 
 
 def ask(text: str, input_id: str) -> ModelRequest:
-    return ModelRequest(parts=[UserPromptPart(text)], metadata={"input_ids": [input_id]})
+    return ModelRequest(parts=(UserText(text),), input_ids=(input_id,))
 
 
 def call(tool: str = "bash", text: str = "") -> ModelResponse:
-    parts: list[TextPart | ToolCallPart] = [TextPart(text)] if text else []
-    return ModelResponse(parts=[*parts, ToolCallPart(tool, {"command": "ls"}, tool_call_id="c1")])
+    parts: list[ResponsePart] = [ReplyText(text)] if text else []
+    return ModelResponse(parts=(*parts, ToolCall("c1", tool, '{"command": "ls"}')))
 
 
 def returned() -> ModelRequest:
-    return ModelRequest(parts=[ToolReturnPart("bash", "a.txt", tool_call_id="c1")])
+    return ModelRequest(parts=(ToolReturn("c1", "bash", "a.txt"),))
 
 
 def answer(text: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(text)])
+    return ModelResponse(parts=(ReplyText(text),))
 
 
 def test_an_input_not_in_the_history_was_never_taken() -> None:
