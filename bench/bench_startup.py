@@ -44,7 +44,7 @@ def main() -> None:
     for key, label in (
         ("window-shown", "process start -> window shown"),
         ("tray-shown", "process start -> tray icon set up"),
-        ("host-started", "process start -> host started (pydantic-ai loaded)"),
+        ("host-started", "process start -> host started"),
     ):
         values = [r[key] for r in runs]
         line(label, f"median {statistics.median(values):.2f} s   max {max(values):.2f} s   (n={len(values)})")
