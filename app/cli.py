@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 
+from app.collector import freeze_for_exit, pause_for_start, resume_after_start
 from app.instance_lock import DataDirInUseError, DataDirLock
 from app.paths import resolve_data_dir
 from core.version import __version__
@@ -29,11 +29,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    pause_for_start()  # resumed once the host is up (app.collector)
     args = _parser().parse_args(argv)
     data_dir = resolve_data_dir(getattr(args, "sub_data_dir", None) or args.data_dir)
     if args.command == "doctor":
         from app.doctor import run_doctor
 
+        resume_after_start()
         return run_doctor(data_dir)
     if args.command == "serve" and not 0 <= args.port <= 65535:
         print("errand: --port must be between 0 and 65535", file=sys.stderr)
@@ -57,10 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _exiting(code: int) -> int:
-    """The host has stopped and the process is about to exit: freeze what is left, so the interpreter's last
-    full collection has nothing to walk. With our import graph that collection alone took about 0.3 s of
-    every exit (`bench/bench_exit.py`); nothing it would free matters to a process that is ending."""
-    gc.freeze()
+    freeze_for_exit()
     return code
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.collector import resume_after_start
 from app.logging_setup import setup_logging
 from app.secrets import make_secret_store
 from app.settings_from_env import model_override
@@ -167,6 +168,7 @@ async def _first_read(host: Host, live: LiveLanguage, skeleton: LoadingSkeleton)
         if live.window is not first:  # the language changed while the host was starting
             await live.window.refresh()
         live.refreshed = True
+        resume_after_start()
     finally:
         skeleton.remove()
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from app.api_file import remove_api_file, write_api_file
+from app.collector import resume_after_start
 from app.logging_setup import setup_logging
 from app.secrets import make_secret_store
 from app.settings_from_env import model_override
@@ -44,6 +45,7 @@ async def serve(data_dir: Path, port: int) -> int:
         await drift.stop()
         await host.stop()
         return 1
+    resume_after_start()
     path = write_api_file(data_dir, url, api.token)
     print(f"Errand API listening on {url} (token in {path})", flush=True)
     log.info("serving API on %s", url)
