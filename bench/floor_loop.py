@@ -21,7 +21,8 @@ def stream(
     body = json.dumps({"model": "m", "messages": messages, "stream": True, "tools": TOOLS})
     conn.request("POST", path, body, {"Content-Type": "application/json"})
     resp = conn.getresponse()
-    text, calls = "", {}  # type: ignore[var-annotated]
+    text = ""
+    calls: dict[int, dict[str, str]] = {}
     for raw in resp:
         line = raw.decode().strip()
         if not line.startswith("data:") or line == "data: [DONE]":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import httpx
@@ -78,6 +79,7 @@ def to_wire_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     return out
 
 
+@lru_cache(maxsize=4096)  # every step sends the whole history again: check each call's arguments once
 def _wire_arguments(arguments: str) -> str:
     """A call's arguments as sent back with the history. Arguments that are not a JSON object (the model
     wrote them broken, and was told so) go wrapped in one: some servers refuse a history that holds them."""

@@ -10,14 +10,17 @@ an FTS expression a quoted string with its quotes doubled, so `"`, `*`, `AND` or
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from sqlalchemy import ColumnElement, Select, TextClause, bindparam, or_, select, text
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from core.store.migrations import SEARCH_TABLES
 from core.store.models import ConversationRow, MessageRow, RuleRow, TaskRow
+
+_R = TypeVar("_R", TaskRow, RuleRow)
 
 HitKind = Literal["message", "task", "rule"]
 # Trigrams: a word shorter than this has none, so the index cannot find it.
@@ -131,12 +134,26 @@ def _messages(s: Session, words: list[str], limit: int, indexed: bool) -> list[S
     ]
 
 
-def _tasks(s: Session, words: list[str], limit: int, indexed: bool) -> list[StoredHit]:
+def _newest_matching(
+    s: Session,
+    row_type: type[_R],
+    body: InstrumentedAttribute[str],
+    index: tuple[str, str],
+    words: list[str],
+    limit: int,
+    indexed: bool,
+) -> Sequence[_R]:
+    """Tasks or rules whose title or `body` hold every word, newest first: through the index
+    `(table, key)` where it serves, LIKE for the rest."""
     looked_up, liked = _split(words, indexed)
-    stmt = select(TaskRow).where(*_likes(liked, TaskRow.title, TaskRow.brief))
+    stmt = select(row_type).where(*_likes(liked, row_type.title, body))
     if looked_up:
-        stmt = stmt.where(TaskRow.id.in_(_found_in("search_tasks", "task_id", looked_up)))
-    rows = s.scalars(stmt.order_by(TaskRow.updated_at.desc()).limit(limit)).all()
+        stmt = stmt.where(row_type.id.in_(_found_in(*index, looked_up)))
+    return s.scalars(stmt.order_by(row_type.updated_at.desc()).limit(limit)).all()
+
+
+def _tasks(s: Session, words: list[str], limit: int, indexed: bool) -> list[StoredHit]:
+    rows = _newest_matching(s, TaskRow, TaskRow.brief, ("search_tasks", "task_id"), words, limit, indexed)
     return [
         StoredHit(
             kind="task",
@@ -152,11 +169,9 @@ def _tasks(s: Session, words: list[str], limit: int, indexed: bool) -> list[Stor
 
 
 def _rules(s: Session, words: list[str], limit: int, indexed: bool) -> list[StoredHit]:
-    looked_up, liked = _split(words, indexed)
-    stmt = select(RuleRow).where(*_likes(liked, RuleRow.title, RuleRow.instruction))
-    if looked_up:
-        stmt = stmt.where(RuleRow.id.in_(_found_in("search_rules", "rule_id", looked_up)))
-    rows = s.scalars(stmt.order_by(RuleRow.updated_at.desc()).limit(limit)).all()
+    rows = _newest_matching(
+        s, RuleRow, RuleRow.instruction, ("search_rules", "rule_id"), words, limit, indexed
+    )
     return [
         StoredHit(
             kind="rule",

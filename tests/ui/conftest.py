@@ -142,6 +142,26 @@ def full_window(
 
 
 @pytest.fixture
+def rules(facade: FakeChatFacade) -> FakeRuleFacade:
+    return FakeRuleFacade(facade.bus)
+
+
+@pytest.fixture
+def rules_window(
+    qtbot: QtBot,
+    facade: FakeChatFacade,
+    bridge: EventBridge,
+    tasks: FakeTaskFacade,
+    bots: FakeBotFacade,
+    rules: FakeRuleFacade,
+) -> Iterator[MainWindow]:
+    """`full_window` as a fixture, shut down after the test."""
+    made = full_window(qtbot, facade, bridge, tasks, bots, rules)
+    yield made
+    made.shutdown()
+
+
+@pytest.fixture
 async def model_server() -> AsyncIterator[ScriptedModelServer]:
     """The scripted model over real HTTP on 127.0.0.1, for tests of the window over a real host."""
     async with ScriptedModelServer() as server:

@@ -4,7 +4,6 @@ and opens nothing; a reply that created a rule carries a chip that opens the rul
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,22 +34,8 @@ SAID = "X dropped to $199"
 
 
 @pytest.fixture
-def rules(facade: FakeChatFacade) -> FakeRuleFacade:
-    return FakeRuleFacade(facade.bus)
-
-
-@pytest.fixture
-def window(
-    qtbot: QtBot,
-    facade: FakeChatFacade,
-    bridge: EventBridge,
-    tasks: FakeTaskFacade,
-    bots: FakeBotFacade,
-    rules: FakeRuleFacade,
-) -> Iterator[MainWindow]:
-    made = full_window(qtbot, facade, bridge, tasks, bots, rules)
-    yield made
-    made.shutdown()
+def window(rules_window: MainWindow) -> MainWindow:
+    return rules_window
 
 
 def has_message(window: MainWindow, text: str) -> bool:

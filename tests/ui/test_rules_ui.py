@@ -7,7 +7,6 @@ preview, and refusals shown at the field the core names)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from PySide6.QtCore import Qt
@@ -34,22 +33,8 @@ TZ = "Asia/Shanghai"
 
 
 @pytest.fixture
-def rules(facade: FakeChatFacade) -> FakeRuleFacade:
-    return FakeRuleFacade(facade.bus)
-
-
-@pytest.fixture
-def panel_window(
-    qtbot: QtBot,
-    facade: FakeChatFacade,
-    bridge: EventBridge,
-    tasks: FakeTaskFacade,
-    bots: FakeBotFacade,
-    rules: FakeRuleFacade,
-) -> Iterator[MainWindow]:
-    made = full_window(qtbot, facade, bridge, tasks, bots, rules)
-    yield made
-    made.shutdown()
+def panel_window(rules_window: MainWindow) -> MainWindow:
+    return rules_window
 
 
 async def open_panel(window: MainWindow) -> BotPanel:

@@ -30,11 +30,6 @@ def _english() -> Iterator[None]:
 
 
 @pytest.fixture
-def rules(facade: FakeChatFacade) -> FakeRuleFacade:
-    return FakeRuleFacade(facade.bus)
-
-
-@pytest.fixture
 def searching_window(
     qtbot: QtBot,
     facade: FakeChatFacade,

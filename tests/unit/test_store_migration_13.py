@@ -6,13 +6,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, inspect, select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from core.store import bots, conversations
 from core.store.database import create_store_engine
 from core.store.migrations import MIGRATIONS, run_migrations
 from core.store.models import MessageRow
+from tests.unit.old_store import store_before_column
 
 
 @pytest.fixture
@@ -23,11 +24,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 def test_migration_13_adds_rule_id_and_old_messages_read_with_no_rule(engine: Engine) -> None:
-    assert run_migrations(engine, now=1.0, migrations=MIGRATIONS[:12])[-1] == 12
-    with engine.begin() as conn:
-        # Migration 1 builds from today's models; a build before migration 13 had no such column.
-        conn.exec_driver_sql('ALTER TABLE messages DROP COLUMN "rule_id"')
-        assert "rule_id" not in {c["name"] for c in inspect(conn).get_columns("messages")}
+    store_before_column(engine, 13, "messages", "rule_id")
     with Session(engine) as s, s.begin():
         bots.insert_bot(s, id="b_1", name="Old", workspace="/ws", now=1.0)
         conversations.insert_conversation(s, id="c_1", bot_id="b_1", title="C", now=1.0)

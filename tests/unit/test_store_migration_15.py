@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from core.store import bots, conversations
@@ -14,6 +14,7 @@ from core.store import rules as rule_rows
 from core.store import runs as run_rows
 from core.store.database import create_store_engine
 from core.store.migrations import MIGRATIONS, run_migrations
+from tests.unit.old_store import store_before_column
 
 
 @pytest.fixture
@@ -24,11 +25,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 def test_migration_15_adds_error_words_and_an_old_failure_reads_in_english(engine: Engine) -> None:
-    assert run_migrations(engine, now=1.0, migrations=MIGRATIONS[:14])[-1] == 14
-    with engine.begin() as conn:
-        # Migration 1 builds from today's models; a build before migration 15 had no such column.
-        conn.exec_driver_sql('ALTER TABLE runs DROP COLUMN "error_words"')
-        assert "error_words" not in {c["name"] for c in inspect(conn).get_columns("runs")}
+    store_before_column(engine, 15, "runs", "error_words")
     with Session(engine) as s, s.begin():
         bots.insert_bot(s, id="b_1", name="Old", workspace="/ws", now=1.0)
         conversations.insert_conversation(s, id="c_1", bot_id="b_1", title="C", now=1.0)
