@@ -73,6 +73,7 @@ from typing import Any, Self
 from aiohttp import WSMsgType, web
 
 from core.channels.dingtalk.cards import CardError, check_card
+from tests.fakes.pulse import Pulse
 
 BOT_TOPIC = "/v1.0/im/bot/messages/get"
 CARD_TOPIC = "/v1.0/card/instances/callback"
@@ -238,7 +239,7 @@ class FakeDingTalk:
         self._throttle: dict[str, int] = {}
         self._fail_delivery = 0
         self._hold_status = 0
-        self._tick = asyncio.Event()
+        self._tick = Pulse()
         self._timers: set[asyncio.Task[None]] = set()
         self._runner: web.AppRunner | None = None
 
@@ -271,7 +272,7 @@ class FakeDingTalk:
         for conn in list(self.connections):
             if conn.request.transport is not None:
                 conn.request.transport.close()
-        self._tick.set()
+        self._tick.beat()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -482,9 +483,7 @@ class FakeDingTalk:
     async def wait_until(self, done: Callable[[], bool], timeout: float = 5.0) -> None:
         """Until `done()` holds, re-checked after everything the fake records."""
         async with asyncio.timeout(timeout):
-            while not done():
-                self._tick.clear()
-                await self._tick.wait()
+            await self._tick.until(done)
 
     async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[Sent]:
         await self.wait_until(lambda: len(self.sent) >= n, timeout)
@@ -551,7 +550,7 @@ class FakeDingTalk:
         self._pushed[message_id] = (kind, topic, data)
         await target.ws.send_str(json.dumps(frame, ensure_ascii=False))
         self.frames_pushed.append(frame)
-        self._tick.set()
+        self._tick.beat()
         return message_id
 
     async def _close_later(self, conn: Connection, grace_s: float) -> None:
@@ -569,7 +568,7 @@ class FakeDingTalk:
         conn = Connection(self._new_id("conn"), ws, request)
         self.connections.append(conn)
         self.connects += 1
-        self._tick.set()
+        self._tick.beat()
         try:
             async for message in ws:
                 if message.type == WSMsgType.TEXT:
@@ -580,7 +579,7 @@ class FakeDingTalk:
             conn.closed.set()
             with contextlib.suppress(ValueError):
                 self.connections.remove(conn)
-            self._tick.set()
+            self._tick.beat()
         return ws
 
     def _on_text(self, conn: Connection, text: str) -> None:
@@ -592,7 +591,7 @@ class FakeDingTalk:
         message_id = headers.get("messageId") if isinstance(headers, dict) else None
         if not isinstance(frame, dict) or not isinstance(message_id, str):
             self.bad_frames.append(text)
-            self._tick.set()
+            self._tick.beat()
             return
         conn.received.append(frame)
         raw = frame.get("data")
@@ -611,7 +610,7 @@ class FakeDingTalk:
         pushed = self._pushed.get(message_id)
         if pushed is not None and pushed[:2] == ("SYSTEM", "ping") and not why:
             self.pongs.append(data)
-        self._tick.set()
+        self._tick.beat()
 
     def _ack_problem(self, ack: Ack) -> str:
         pushed = self._pushed.get(ack.message_id)
@@ -632,7 +631,7 @@ class FakeDingTalk:
 
     def _call(self, request: web.Request) -> None:
         self.calls.append((request.method, request.path))
-        self._tick.set()
+        self._tick.beat()
 
     async def _token(self, request: web.Request) -> web.Response:
         self._call(request)
@@ -695,7 +694,7 @@ class FakeDingTalk:
         return self._answer(request, answer, done)
 
     def _answer(self, request: web.Request, answer: dict[str, Any], done: list[Sent]) -> web.StreamResponse:
-        self._tick.set()
+        self._tick.beat()
         if self._lose and request.transport is not None:
             self._lose -= 1
             self.lost += done

@@ -43,6 +43,8 @@ from typing import Any, Self
 from aiohttp import WSMsgType, web
 from lark_oapi.ws.pb.pbbp2_pb2 import Frame  # type: ignore[import-untyped]
 
+from tests.fakes.pulse import Pulse
+
 SERVICE_ID = 7
 UUID_WINDOW_S = 3600.0
 TEXT_LIMIT = 150 * 1024
@@ -220,7 +222,7 @@ class FakeFeishu:
         self._conn: _Conn | None = None
         self._pending: dict[str, asyncio.Future[Ack]] = {}
         self._ids = itertools.count(1)
-        self._tick = asyncio.Event()
+        self._tick = Pulse()
         self._runner: web.AppRunner | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------------------
@@ -475,7 +477,7 @@ class FakeFeishu:
         await ws.prepare(request)
         conn = self._conn = _Conn(ws, request)
         self.connections += 1
-        self._tick.set()
+        self._tick.beat()
         try:
             async for message in ws:
                 if message.type == WSMsgType.BINARY:
@@ -484,7 +486,7 @@ class FakeFeishu:
             conn.closed.set()
             if self._conn is conn:
                 self._conn = None
-            self._tick.set()
+            self._tick.beat()
         return ws
 
     async def _on_frame(self, conn: _Conn, data: bytes) -> None:
@@ -503,15 +505,13 @@ class FakeFeishu:
             pending = self._pending.get(headers.get("message_id", ""))
             if pending is not None and not pending.done():
                 pending.set_result(ack)
-            self._tick.set()
+            self._tick.beat()
 
     # ---- waiting ------------------------------------------------------------------------------------
 
     async def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
         async with asyncio.timeout(timeout):
-            while not ready():
-                self._tick.clear()
-                await self._tick.wait()
+            await self._tick.until(ready)
 
     async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[Sent]:
         await self._wait(lambda: len(self.sent) >= n, timeout)
@@ -600,7 +600,7 @@ class FakeFeishu:
         sent.thread_id, sent.parent_id = m.thread_id, m.parent_id
         self.sent.append(sent)
         self._by_sent[sent.message_id] = sent
-        self._tick.set()
+        self._tick.beat()
         return self._answer(request, {"code": 0, "msg": "success", "data": message.item()})
 
     def _fault(self) -> web.Response | None:
@@ -705,7 +705,7 @@ class FakeFeishu:
         message.content, message.update_ms = body["content"], int(self._now() * 1000)
         self.patches.append(Patch(message_id, card))
         self._by_sent[message_id].patched.append(card)
-        self._tick.set()
+        self._tick.beat()
         return self._answer(request, {"code": 0, "msg": "success", "data": {}})
 
     def _record(self, message: _Message) -> None:

@@ -29,6 +29,7 @@ from typing import Any, Self
 from aiohttp import web
 
 from core.channels.wechat.frames import FrameError, OutboundText, parse_send
+from tests.fakes.pulse import Pulse
 
 WINDOW_S = 24 * 3600.0
 SENDS_PER_TOKEN = 10
@@ -75,10 +76,10 @@ class FakeILink:
         self.expire_session = False
         self.fail_next: dict[str, list[int | str]] = {}
         self._peers: dict[str, _Peer] = {}
-        self._arrived = asyncio.Event()
+        self._arrived = Pulse()
         self._closing = asyncio.Event()
-        self._polled = asyncio.Event()
-        self._sent_one = asyncio.Event()
+        self._polled = Pulse()
+        self._sent_one = Pulse()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -109,26 +110,24 @@ class FakeILink:
             **fields,
         }
         self.log.append(message)
-        self._arrived.set()
+        self._arrived.beat()
         return message
 
     def queue_raw(self, message: object) -> None:
         """Anything at all as the next message (malformed frames)."""
         self.log.append(message)  # type: ignore[arg-type]
-        self._arrived.set()
+        self._arrived.beat()
 
     def redeliver(self, message_id: str) -> None:
         """The platform sends a message again (at-least-once delivery)."""
         again = next(m for m in self.log if m.get("message_id") == message_id)
         self.log.append(dict(again))
-        self._arrived.set()
+        self._arrived.beat()
 
     async def wait_for_polls(self, count: int, timeout: float = 5.0) -> None:
         """Until `count` getupdates calls have been answered or are being held."""
         async with asyncio.timeout(timeout):
-            while self.polls < count:
-                self._polled.clear()
-                await self._polled.wait()
+            await self._polled.until(lambda: self.polls >= count)
 
     # ---- server -------------------------------------------------------------------------------------
 
@@ -136,9 +135,7 @@ class FakeILink:
         """Until `accept(self.sent)` holds, re-checked after every send that reached the server (for a
         host in another process, whose bus a test cannot watch)."""
         async with asyncio.timeout(timeout):
-            while not accept(self.sent):
-                self._sent_one.clear()
-                await self._sent_one.wait()
+            await self._sent_one.until(lambda: accept(self.sent))
 
     async def __aenter__(self) -> Self:
         app = web.Application()
@@ -157,7 +154,7 @@ class FakeILink:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._arrived.set()
+        self._arrived.beat()
         self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -226,11 +223,11 @@ class FakeILink:
         cursor = str(body.get("get_updates_buf", ""))
         start = int(cursor[1:]) if cursor.startswith("c") and cursor[1:].isdigit() else 0
         self.polls += 1
-        self._polled.set()
+        self._polled.beat()
+        arrived = self._arrived.coming()
         if start >= len(self.log):
-            self._arrived.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._arrived.wait(), self.hold_s)
+                await asyncio.wait_for(arrived.wait(), self.hold_s)
         batch = self.log[start:]
         return web.json_response(
             {"ret": 0, "msgs": batch, "get_updates_buf": f"c{len(self.log)}", "longpolling_timeout_ms": 35000}
@@ -260,5 +257,5 @@ class FakeILink:
         message_id = str(9_000_000_000_000_000_000 + len(self.sent) + 1)
         self.sent.append(Sent(json.loads(json.dumps(body)), message, message_id))
         self.sent_at.append(arrived)
-        self._sent_one.set()
+        self._sent_one.beat()
         return web.json_response({"ret": 0, "message_id": message_id})

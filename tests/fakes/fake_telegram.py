@@ -48,6 +48,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from tests.fakes.pulse import Pulse
+
 TEXT_LIMIT = 4096
 CALLBACK_DATA_LIMIT = 64
 FIRST_UPDATE_ID = 1000
@@ -136,7 +138,7 @@ class FakeTelegram:
         self._poll_faults: list[Refused] = []
         self._lose = 0
         self._poll_serial = 0
-        self._tick = asyncio.Event()
+        self._tick = Pulse()
         self._closing = False
         self._runner: web.AppRunner | None = None
         handlers: dict[str, Callable[[Params], Awaitable[Any]]] = {
@@ -171,7 +173,7 @@ class FakeTelegram:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._closing = True
-        self._tick.set()  # held polls answer at once
+        self._tick.beat()  # held polls answer at once
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -273,7 +275,7 @@ class FakeTelegram:
         if "update_id" not in update:
             update = {"update_id": next(self._update_ids), **update}
         self._updates.append(update)
-        self._tick.set()
+        self._tick.beat()
         return update
 
     @property
@@ -307,9 +309,7 @@ class FakeTelegram:
 
     async def _wait(self, done: Callable[[], bool], timeout: float) -> None:
         async with asyncio.timeout(timeout):
-            while not done():
-                self._tick.clear()
-                await self._tick.wait()
+            await self._tick.until(done)
 
     # ---- model --------------------------------------------------------------------------------------
 
@@ -414,20 +414,23 @@ class FakeTelegram:
                 self._updates = [u for u in self._updates if _update_id(u) >= offset]
         self._poll_serial += 1
         mine = self._poll_serial
-        self._tick.set()  # an older held poll sees it was superseded
+        self._tick.beat()  # an older held poll sees it was superseded
         deadline = asyncio.get_running_loop().time() + timeout
         held = False
-        while not self._deliverable() and not self._closing:
+        while True:
+            coming = self._tick.coming()
+            if self._deliverable() or self._closing:
+                break
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 break
             if not held:
                 held = True
                 self.polls_held += 1
-                self._tick.set()
-            self._tick.clear()
+                self._tick.beat()
+                continue  # that beat was this poll's own: take the next one
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._tick.wait(), left)
+                await asyncio.wait_for(coming.wait(), left)
             if self._poll_serial != mine:
                 raise Refused(409, CONFLICT)
         return copy.deepcopy(self._deliverable()[:limit])
@@ -467,7 +470,7 @@ class FakeTelegram:
         self.sent.append(
             SentMessage(chat["id"], message["message_id"], text, reply_to, markup, parse_mode, thread)
         )
-        self._tick.set()
+        self._tick.beat()
         return copy.deepcopy(message)
 
     async def _edit_text(self, params: Params) -> dict[str, Any]:
@@ -502,7 +505,7 @@ class FakeTelegram:
         self.edits.append(
             Edit(method, message["chat"]["id"], message["message_id"], text, markup, parse_mode)
         )
-        self._tick.set()
+        self._tick.beat()
         return copy.deepcopy(message)
 
     async def _answer_callback(self, params: Params) -> bool:
@@ -514,7 +517,7 @@ class FakeTelegram:
         self.callback_answers.append(
             CallbackAnswer(query_id, None if text is None else str(text), _bool(params, "show_alert"))
         )
-        self._tick.set()
+        self._tick.beat()
         return True
 
     async def _get_file(self, params: Params) -> dict[str, Any]:
