@@ -297,9 +297,9 @@ class Host:
         return self._runtime
 
     async def start(self) -> None:
-        # Built off the loop while the store opens (its file work lets them run): the TLS context model
-        # clients share (~70 ms) and the price catalogue (~150 ms). Both are ready before the first turn.
-        warm = asyncio.gather(asyncio.to_thread(warm_up), asyncio.to_thread(CostMeter.warm_up))
+        # Built off the loop while the store opens (its file work lets it run): the TLS context model
+        # clients share (~70 ms), ready before the first turn. The price catalogue waits for a first run.
+        warm = asyncio.ensure_future(asyncio.to_thread(warm_up))
         try:
             for sub in ("sessions", "logs", "bots"):
                 await asyncio.to_thread((self.data_dir / sub).mkdir, parents=True, exist_ok=True)

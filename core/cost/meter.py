@@ -7,6 +7,7 @@ estimated (its budgets never trigger; the time caps still do)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class CostMeter:
     def __init__(self, clock: Clock, overrides: Overrides = dict) -> None:
         self._clock = clock
         self._overrides = overrides
+        self._loading: asyncio.Task[None] | None = None
 
     def price(self, model: str, base_url: str, usage: ev.Usage, configured: str = "") -> Cost | None:
         """The estimated cost of one response; None when the model has no known price. `model` is the name
@@ -65,8 +67,14 @@ class CostMeter:
             log.warning("could not price a response of %s (%s)", model, usage)
             return None
 
+    def load_soon(self) -> None:
+        """Load the price catalogue in a worker thread, once, when the first run begins: its first response
+        comes a model call later and is priced on the loop. Not at start: a chat never prices, and the
+        catalogue costs ~150 ms of imports and ~25 MB that every start would pay."""
+        if self._loading is None:
+            self._loading = asyncio.get_running_loop().create_task(asyncio.to_thread(self.warm_up))
+
     @staticmethod
     def warm_up() -> None:
-        """Load the price catalogue and its first lookup (~150 + 30 ms) so the first response of a run
-        doesn't stall the loop. Called in a thread at start."""
+        """Load the price catalogue and its first lookup (~150 + 30 ms), so pricing on the loop is quick."""
         price("gpt-4o", "https://api.openai.com/v1", Usage(1, 1), datetime.now(UTC), {})

@@ -148,6 +148,7 @@ class RunDriver(Generic[W]):
         )
         self._live[run_id] = run
         self._by_session[session.session_id] = run_id
+        self._meter.load_soon()
         await self._db.write(lambda s: run_rows.set_run_state(s, run_id, "running", now=now))
         run.cap_timer = asyncio.get_running_loop().create_task(self._time_cap(run_id))
         self._policy.changed(run)
