@@ -38,7 +38,7 @@ from bench.bench_tasks import restart_to_recover
 from bench.common import figure_table
 from core.agent.sandbox import Permission, Preset, ShellSandbox
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
-from tests.serve_process import api_client, read_until_listening, serve_process
+from tests.serve_process import api_client, client_tls, read_until_listening, serve_process
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL_CALLS = 3
@@ -87,6 +87,7 @@ async def serve_turn(server: ScriptedModelServer, data_dir: Path, preset: Preset
     env = dict(
         os.environ, ERRAND_MODEL_BASE_URL=server.base_url, ERRAND_MODEL="fake-model", ERRAND_API_KEY="k"
     )
+    client_tls()  # the bench's own client set-up is not the served process's start
     spawned = time.monotonic()
     async with serve_process(data_dir, env, log=data_dir.parent / f"{data_dir.name}.log") as proc:
         await read_until_listening(proc)
