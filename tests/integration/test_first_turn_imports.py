@@ -1,6 +1,7 @@
 """The first chat turn of a fresh host imports nothing on the loop (docs/architecture.md#start-up): whatever
 the first model request needs was imported while the host started, off the loop, so the first reply does
-not stall the window; and what only background runs need (the price catalogue) was not loaded at all. Run in a fresh interpreter, where nothing was imported by an earlier test."""
+not stall the window; and what only background runs need (the price catalogue) was not loaded at all.
+Run in a fresh interpreter, where nothing was imported by an earlier test."""
 
 from __future__ import annotations
 
