@@ -93,7 +93,7 @@ class _TimedFeishu(FakeFeishu):
     async def _list(self, request: web.Request) -> web.Response:
         response = await super()._list(request)
         self.history_done.append((asyncio.get_running_loop().time(), request.query.get("container_id", "")))
-        self._tick.set()
+        self._tick.beat()
         return response
 
     async def wait_history(self, n: int, timeout: float) -> None:
