@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
+from core.api import web
 from core.api.validation import json_object, required_str
 from core.channels.service import ChannelView
 from core.errors import InvalidInputError, NotFoundError
@@ -55,7 +54,7 @@ def channel_json(view: ChannelView) -> dict[str, Any]:
     }
 
 
-def add_channel_routes(router: web.UrlDispatcher, host: Host) -> None:
+def add_channel_routes(router: web.Router, host: Host) -> None:
     routes = ChannelRoutes(host)
     router.add_get("/api/bots/{id}/channels", routes.list_channels)
     router.add_post("/api/bots/{id}/channels", routes.add_channel)

@@ -12,8 +12,7 @@ with the same field names; a refusal (400) changes nothing.
 
 from __future__ import annotations
 
-from aiohttp import web
-
+from core.api import web
 from core.api.validation import json_object
 from core.cost.price_facade import PriceFacade
 from core.errors import InvalidInputError
@@ -21,7 +20,7 @@ from core.errors import InvalidInputError
 _MODEL_PATH = r"/api/prices/{model:[\s\S]+}"
 
 
-def add_price_routes(router: web.UrlDispatcher, prices: PriceFacade) -> None:
+def add_price_routes(router: web.Router, prices: PriceFacade) -> None:
     routes = PriceRoutes(prices)
     router.add_get("/api/prices", routes.list_prices)
     # Any character, slashes and line breaks included: PriceBook refuses a bad name with a 400 naming

@@ -13,8 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from aiohttp import web
-
+from core.api import web
 from core.api.validation import json_object, optional_str, required_str
 from core.delivery.outbox import local_zone
 from core.errors import InvalidInputError
@@ -36,7 +35,7 @@ DEFAULT_PREVIEW_COUNT = 5
 LAST_INSTANT = 221_845_392_000
 
 
-def add_rule_routes(router: web.UrlDispatcher, host: Host) -> None:
+def add_rule_routes(router: web.Router, host: Host) -> None:
     routes = RuleRoutes(host)
     router.add_get("/api/rules", routes.list_rules)
     router.add_post("/api/rules", routes.create_rule)

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import unicodedata
 
-from aiohttp import web
-
+from core.api import web
 from core.errors import InvalidInputError
 from core.search.facade import DEFAULT_LIMIT, SearchFacade
 from core.search.service import MAX_LIMIT
 from core.store.search import MAX_QUERY_CHARS
 
 
-def add_search_routes(router: web.UrlDispatcher, search: SearchFacade) -> None:
+def add_search_routes(router: web.Router, search: SearchFacade) -> None:
     router.add_get("/api/search", SearchRoutes(search).search)
 
 

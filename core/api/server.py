@@ -13,12 +13,9 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
-from aiohttp import web
-from aiohttp.http_exceptions import BadHttpMethod
-from aiohttp.web_protocol import RequestHandler
-
+from core.api import web
 from core.api.bot_settings import bot_update_from_json, connection_request_from_json
 from core.api.channel_routes import add_channel_routes
 from core.api.price_routes import add_price_routes
@@ -47,11 +44,10 @@ log = logging.getLogger(__name__)
 _LOOPBACK_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?")
 _LINE_SHOWN = 200
 # How long a connection keeps reading a body its handler left unread (one refused as too large, or sent with
-# a GET), so the client can finish sending and read the answer. aiohttp's default is 10 s, and a connection
-# lingering over a peer that already left holds up stop() (SIGTERM) for all of it; a local client needs far
-# less.
+# a GET), so the client can finish sending and read the answer. A local client needs little; stop() (SIGTERM)
+# ends lingering connections at once anyway.
 LINGER_S = 1.0
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def error_response(status: int, code: str, message: str) -> web.Response:
@@ -62,34 +58,16 @@ def is_loopback_host(header: str) -> bool:
     return _LOOPBACK_HOST.fullmatch(header.strip().lower()) is not None
 
 
-class _JsonErrorProtocol(RequestHandler):
-    """aiohttp answers what its HTTP parser refuses (a method it does not know, a request line over 8 KB, a
-    malformed header) before any middleware runs, in plain text; this gives those the API's JSON errors."""
-
-    __slots__ = ()
-
-    def handle_error(
-        self,
-        request: web.BaseRequest,
-        status: int = 500,
-        exc: BaseException | None = None,
-        message: str | None = None,
-    ) -> web.StreamResponse:
-        super().handle_error(request, status, exc, message)  # logs, and raises if a response already began
-        if isinstance(exc, BadHttpMethod):
-            response = error_response(
-                status, "bad_method", "Unknown HTTP method; this API takes GET, POST, PUT and DELETE."
-            )
-        elif status < 500:
-            line = " ".join((message or "").split())
-            shown = line if len(line) <= _LINE_SHOWN else line[: _LINE_SHOWN - 1] + "…"
-            response = error_response(status, "bad_request", f"The request is not valid HTTP: {shown}")
-        else:
-            response = error_response(
-                status, "internal", "Internal error; see the log in the data dir's logs folder."
-            )
-        response.force_close()
-        return response
+def _bad_http_answer(exc: web.BadHttp) -> web.Response:
+    """What the HTTP parser refuses (a method no standard has, a head over 8 KB, a malformed header) gets
+    the API's JSON errors too."""
+    if exc.unknown_method:
+        return error_response(
+            400, "bad_method", "Unknown HTTP method; this API takes GET, POST, PUT and DELETE."
+        )
+    line = " ".join(str(exc).split())
+    shown = line if len(line) <= _LINE_SHOWN else line[: _LINE_SHOWN - 1] + "…"
+    return error_response(400, "bad_request", f"The request is not valid HTTP: {shown}")
 
 
 def _int_query(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
@@ -126,15 +104,11 @@ class ApiServer:
         self._host = host
         self.token = token
         self._port = port
-        self._runner: web.AppRunner | None = None
-        self._listener: asyncio.Server | None = None
+        self._server: web.HttpServer | None = None
         self.url = ""
 
-    def app(self) -> web.Application:
-        app = web.Application(
-            middlewares=[self._errors, self._loopback_only, self._authenticated], client_max_size=MAX_BODY
-        )
-        r = app.router
+    def routes(self) -> web.Router:
+        r = web.Router()
         r.add_get("/api/health", self.health)
         r.add_get("/api/bots", self.list_bots)
         r.add_post("/api/bots", self.create_bot)
@@ -164,50 +138,34 @@ class ApiServer:
         add_search_routes(r, self._host.search)
         r.add_get("/api/attention", self.list_attention)
         r.add_post("/api/attention/{id}/{action}", self.attention_action)
-        return app
+        return r
 
     async def start(self) -> str:
-        self._runner = web.AppRunner(self.app(), handle_signals=False)
-        await self._runner.setup()
-        server = self._runner.server
-        assert server is not None
-        loop = asyncio.get_running_loop()
-        # Our own listener instead of a TCPSite, so each connection gets the JSON-error protocol; the
-        # runner's server still tracks the connections and closes them on stop.
-        try:
-            self._listener = await loop.create_server(
-                lambda: _JsonErrorProtocol(
-                    server, loop=loop, access_log=cast(logging.Logger, None), lingering_time=LINGER_S
-                ),
-                "127.0.0.1",
-                self._port,
-            )
-        except BaseException:  # the port is taken, say: nothing is left set up
-            await self.stop()
-            raise
-        port = self._listener.sockets[0].getsockname()[1]
+        server = web.HttpServer(
+            self.routes(),
+            middlewares=[self._errors, self._loopback_only, self._authenticated],
+            max_body=MAX_BODY,
+            bad_http=_bad_http_answer,
+            linger_s=LINGER_S,
+        )
+        port = await server.start(self._port)  # a taken port raises OSError, with nothing left set up
+        self._server = server
         self.url = f"http://127.0.0.1:{port}"
         return self.url
 
     async def stop(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-        if listener is not None:
-            await listener.wait_closed()
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
 
     # ---- middleware ---------------------------------------------------------------------------------
 
-    @web.middleware
-    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def _errors(self, request: web.Request, handler: Handler) -> web.Response:
         try:
             return await handler(request)
         except ErrandError as exc:
             return error_response(_status_for(exc), exc.code, exc.message)
-        except web.HTTPException as exc:
+        except web.HttpError as exc:
             if exc.status == 404:
                 return error_response(404, "not_found", f"No route {request.method} {request.path}.")
             if exc.status == 405:
@@ -221,8 +179,7 @@ class ApiServer:
                 500, "internal", "Internal error; see the log in the data dir's logs folder."
             )
 
-    @web.middleware
-    async def _loopback_only(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def _loopback_only(self, request: web.Request, handler: Handler) -> web.Response:
         # Refusing non-loopback Host headers defeats DNS-rebinding pages that reach 127.0.0.1 from a browser.
         if not is_loopback_host(request.headers.get("Host", "")):
             return error_response(
@@ -233,8 +190,7 @@ class ApiServer:
             )
         return await handler(request)
 
-    @web.middleware
-    async def _authenticated(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def _authenticated(self, request: web.Request, handler: Handler) -> web.Response:
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         # Header bytes that are not UTF-8 arrive as surrogate escapes; they turn back into those bytes here.

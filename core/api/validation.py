@@ -11,8 +11,7 @@ import math
 import re
 from typing import Any
 
-from aiohttp import web
-
+from core.api import web
 from core.errors import InvalidInputError
 
 MAX_BODY = 1_000_000
@@ -66,7 +65,7 @@ async def _read(request: web.Request) -> bytes:
         raise BodyTooLargeError("body", f"is larger than {MAX_BODY} bytes; send less")
     try:
         return await request.read()
-    except web.HTTPRequestEntityTooLarge:
+    except web.BodyTooLarge:
         raise BodyTooLargeError("body", f"is larger than {MAX_BODY} bytes; send less") from None
 
 

@@ -420,15 +420,14 @@ ROUTES: dict[tuple[str, str], Route] = {
 
 
 class _NoHost:
-    """Enough of a Host for ApiServer.app() to register its routes; no handler is called."""
+    """Enough of a Host for ApiServer.routes() to register its routes; no handler is called."""
 
     prices = None
     search = None
 
 
 def route_table() -> list[tuple[str, str]]:
-    app = ApiServer(cast(Host, _NoHost()), token="").app()
-    return sorted({(r.method, r.resource.canonical) for r in app.router.routes() if r.resource is not None})
+    return sorted(set(ApiServer(cast(Host, _NoHost()), token="").routes().table()))
 
 
 def resource_methods() -> dict[str, set[str]]:
