@@ -90,13 +90,13 @@ class MemoryTimeline:
             if r.next_run_at is not None and r.next_run_at <= now
         ]
 
-    async def fire(self, rule: DueRule) -> None:
-        self.late.append(time.time() - rule.due_at)
-        self._decided()
-
     async def record(
-        self, skipped: list[tuple[DueRule, SkipReason]], next_runs: dict[str, float | None]
+        self,
+        fired: list[DueRule],
+        skipped: list[tuple[DueRule, SkipReason]],
+        next_runs: dict[str, float | None],
     ) -> None:
+        self.late.extend(time.time() - rule.due_at for rule in fired)
         self.skipped.extend((rule.rule_id, reason) for rule, reason in skipped)
         # One firing per rule here: the next one (15 minutes on) is past the end of the measurement.
         for rule_id in next_runs:
@@ -295,13 +295,13 @@ class TimedTimeline:
     async def due(self, now: float) -> list[DueRule]:
         return await self._timed("due", self.inner.due(now))
 
-    async def fire(self, rule: DueRule) -> None:
-        await self._timed("fire", self.inner.fire(rule))
-
     async def record(
-        self, skipped: list[tuple[DueRule, SkipReason]], next_runs: dict[str, float | None]
+        self,
+        fired: list[DueRule],
+        skipped: list[tuple[DueRule, SkipReason]],
+        next_runs: dict[str, float | None],
     ) -> None:
-        await self._timed("record", self.inner.record(skipped, next_runs))
+        await self._timed(f"record ({len(fired)} fired)", self.inner.record(fired, skipped, next_runs))
 
 
 async def _timed_recompute(call: Callable[[], Awaitable[None]]) -> float:

@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -103,6 +103,16 @@ class RuleWork:
 
 
 RuleRun = LiveRun[RuleWork]
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledFirings:
+    """What `RuleRunner.stage_scheduled` wrote, for its after-commit step and the scheduler's record."""
+
+    fired: frozenset[str]  # rules that got a run
+    overlapping: tuple[str, ...]  # rules whose run began between the scheduler's read and its write
+    reminders: bool  # some reminder's words wait in the outbox
+    checks: bool  # some check's run waits for a slot
 
 
 class RuleReportArgs(TaskReportArgs):
@@ -369,9 +379,85 @@ class RuleRunner(BackgroundRunner[RuleWork]):
             raise UnprocessableError("mode", "the rule is off; turn it on (act or observe) to run it")
         return await self._queue(rule, "manual")
 
-    async def fire(self, rule_id: str) -> str:
-        """The schedule fired: a run with cause `schedule` (it waits for a slot)."""
-        return await self._queue(await self._rule(rule_id), "schedule")
+    # ---- the schedule's firings (docs/runs.md#the-scheduler): many at once, in the scheduler's transaction
+
+    @contextlib.asynccontextmanager
+    async def queueing(self) -> AsyncIterator[None]:
+        """Hold this around the write that calls `stage_scheduled`: one check-and-insert at a time."""
+        async with self._queue_lock:
+            yield
+
+    def stage_scheduled(self, s: Session, rule_ids: Sequence[str], now: float) -> ScheduledFirings:
+        """The schedule fired these rules: inside the caller's transaction, which also stores their next
+        runs, so a crash keeps all of it or none (the rules are due again at the next start: nothing fires
+        twice, nothing is lost). A check gets a run with cause `schedule` that waits for a slot. A reminder's
+        run is written as it ends, `done`, with its words queued in the outbox (its end owes them, as a run's
+        end owes its push: docs/recovery.md). A rule gone meanwhile is left out; one whose run began
+        meanwhile (a person's 立即运行) is returned as `overlapping`, for the caller to record skipped."""
+        records = {r.id: r for r in rule_rows.rules_by_id(s, rule_ids)}
+        live = run_rows.rules_with_live_runs(s, list(records))
+        runs: list[run_rows.ScheduledRun] = []
+        reminders: list[tuple[str, RuleRecord]] = []
+        overlapping: list[str] = []
+        checks = 0
+        for rule_id in rule_ids:
+            rule = records.get(rule_id)
+            if rule is None:
+                continue
+            if rule_id in live:
+                overlapping.append(rule_id)
+                continue
+            run_id = new_id("r")
+            if rule.kind == "remind":
+                report = Report(state="done", summary="reminder delivered", message=rule.instruction)
+                runs.append(
+                    run_rows.ScheduledRun(
+                        run_id,
+                        rule_id,
+                        now,
+                        "ended",
+                        "done",
+                        report=json.dumps(report.to_json(), ensure_ascii=False),
+                        started_at=now,
+                        ended_at=now,
+                    )
+                )
+                reminders.append((run_id, rule))
+            else:
+                runs.append(run_rows.ScheduledRun(run_id, rule_id, now, "queued"))
+                checks += 1
+        run_rows.insert_scheduled_runs(s, runs, session_prefix=RULE_PREFIX)
+        for run_id, rule in reminders:
+            # Its words as written, to the rule's conversation; no model turn.
+            self._outbox.stage(
+                s,
+                delivery_id=f"{run_id}:rule",
+                bot_id=rule.bot_id,
+                conversation_id=rule.conversation_id,
+                purpose="rule",
+                text=rule.instruction,
+                rule_id=rule.id,
+                run_id=run_id,
+            )
+            if rule.failures_in_row:
+                # `done` resets the count (RuleService.record_outcome). A reminder spends nothing, so its
+                # monthly budget is never reached by its run (`reached_budget` is false at 0).
+                rule_rows.update_rule(s, rule.id, now=now, failures_in_row=0)
+        return ScheduledFirings(
+            fired=frozenset(r.rule_id for r in runs),
+            overlapping=tuple(overlapping),
+            reminders=bool(reminders),
+            checks=checks > 0,
+        )
+
+    async def scheduled(self, firings: ScheduledFirings) -> None:
+        """After the commit of `stage_scheduled`: the reminders' words go out (one flush for all of them:
+        the outbox merges what is due together in a conversation, docs/push-rules.md#coalescing-and-digests),
+        and queued checks look for a slot."""
+        if firings.checks:
+            self._lane.poke()
+        if firings.reminders:
+            await self._outbox.flush()
 
     async def _queue(self, rule: RuleRecord, cause: RunCause) -> str:
         run_id = new_id("r")

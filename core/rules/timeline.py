@@ -13,7 +13,7 @@ from core.changes import RuleChanged
 from core.clock import Clock
 from core.errors import InvalidInputError
 from core.ids import new_id
-from core.rules.runner import RULE_PREFIX, RuleRunner
+from core.rules.runner import RULE_PREFIX, RuleRunner, ScheduledFirings
 from core.rules.schedule import Schedule, parse_schedule
 from core.rules.scheduler import DueRule, SkipReason
 from core.rules.service import RuleService
@@ -50,7 +50,7 @@ class StoredTimeline:
             if not rules:
                 return []
             paused_bots = {b.id for b in bot_rows.list_bots(s) if b.paused}
-            running = run_rows.rules_with_live_runs(s, [r.id for r in rules])
+            running = run_rows.live_rule_ids(s)
             # After a long sleep every rule is due, and most share a handful of schedules: parse each once.
             parsed: dict[tuple[str, str], Schedule | None] = {}
             found: list[DueRule] = []
@@ -75,38 +75,44 @@ class StoredTimeline:
 
         return await self._db.read(read)
 
-    async def fire(self, rule: DueRule) -> None:
-        await self._runner.fire(rule.rule_id)
-
     async def record(
-        self, skipped: list[tuple[DueRule, SkipReason]], next_runs: dict[str, float | None]
+        self,
+        fired: list[DueRule],
+        skipped: list[tuple[DueRule, SkipReason]],
+        next_runs: dict[str, float | None],
     ) -> None:
-        """The skipped runs (cause `schedule`, ended `skipped`, the reason key in their error: the run log
-        words it 「跳过:电脑没开」, ...) and every decided rule's next run, in one transaction."""
+        """The fired rules' runs (RuleRunner.stage_scheduled), the skipped runs (cause `schedule`, ended
+        `skipped`, the reason key in their error: the run log words it 「跳过:电脑没开」, ...) and every
+        decided rule's next run, in one transaction; then what the firings start."""
         now = self._clock.time()
-        wanted = {rule.rule_id for rule, _reason in skipped} | set(next_runs)
 
-        def write(s: Session) -> set[str]:
-            facts = rule_rows.run_facts(s, wanted)
+        def write(s: Session) -> tuple[ScheduledFirings, set[str]]:
+            firings = self._runner.stage_scheduled(s, [rule.rule_id for rule in fired], now)
+            # A run begun since the rule was read (a person's 立即运行) makes the firing an overlap.
+            late = set(firings.overlapping)
+            not_run = [*skipped, *((rule, "overlap") for rule in fired if rule.rule_id in late)]
             runs = [
-                run_rows.SkippedRun(
-                    run_id=new_id("r"),
-                    rule_id=rule.rule_id,
-                    bot_id=fact.bot_id,
-                    rule_version=fact.version,
-                    mode="observe" if fact.mode == "observe" else "act",
-                    due_at=rule.due_at,  # the log shows when it was due
-                    reason=reason,
+                run_rows.ScheduledRun(
+                    new_id("r"),
+                    rule.rule_id,
+                    rule.due_at,  # the log shows when it was due
+                    "ended",
+                    "skipped",
+                    error=reason,
+                    ended_at=now,
                 )
-                for rule, reason in skipped
-                if (fact := facts.get(rule.rule_id)) is not None
+                for rule, reason in not_run
             ]
-            run_rows.insert_skipped_runs(s, runs, session_prefix=RULE_PREFIX, now=now)
-            rule_rows.set_next_runs(s, {k: v for k, v in next_runs.items() if k in facts}, now=now)
-            return set(facts)
+            kept = set(firings.fired) | run_rows.insert_scheduled_runs(s, runs, session_prefix=RULE_PREFIX)
+            # Only the rules that still exist: a deleted one's id is free of rows.
+            rule_rows.set_next_runs(s, {k: v for k, v in next_runs.items() if k in kept}, now=now)
+            return firings, kept
 
-        for rule_id in sorted(await self._db.write(write)):
+        async with self._runner.queueing():
+            firings, kept = await self._db.write(write)
+        for rule_id in sorted(kept):
             self._bus.publish(RuleChanged(rule_id))
+        await self._runner.scheduled(firings)
 
 
 def _parsed(schedule_json: str, tz: str) -> Schedule | None:

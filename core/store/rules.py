@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, and_, delete, func, inspect, select
 from sqlalchemy.orm import Session
 
 from core.store.chunks import chunked
+from core.store.driver_sql import execute_many
 from core.store.errors import NotFoundError
 from core.store.models import DeliveryRow, RuleRow, RuleVersionRow, RunInputRow, RunRow
 
@@ -194,25 +195,6 @@ def decode_schedule(encoded: str) -> dict[str, object]:
     return _decode(encoded)
 
 
-@dataclass(frozen=True, slots=True)
-class RuleRunFacts:
-    """What a skipped run records of its rule."""
-
-    bot_id: str
-    version: int
-    mode: RuleMode
-
-
-def run_facts(s: Session, ids: Collection[str]) -> dict[str, RuleRunFacts]:
-    """Those of these rules that exist, with what a run of each records (one query per 500 ids)."""
-    found: dict[str, RuleRunFacts] = {}
-    for chunk in chunked(sorted(ids)):
-        stmt = select(RuleRow.id, RuleRow.bot_id, RuleRow.version, RuleRow.mode).where(RuleRow.id.in_(chunk))
-        for rule_id, bot_id, version, mode in s.execute(stmt):
-            found[rule_id] = RuleRunFacts(bot_id, version, cast(RuleMode, _check("rule mode", mode, MODES)))
-    return found
-
-
 def budget_paused_rules(s: Session) -> list[RuleRecord]:
     """Rules paused at their monthly budget (a WHERE, not a filter over every rule: the scheduler asks on
     every wake)."""
@@ -244,9 +226,8 @@ def set_next_runs(s: Session, next_runs: Mapping[str, float | None], *, now: flo
     not a statement per rule (10,000 of those took seconds after a long sleep)."""
     if not next_runs:
         return
-    # The driver's own executemany: through SQLAlchemy each row's parameters are built and processed one
-    # by one, a third of the time for 10,000 rules. The values are plain floats and text ids.
-    s.connection().exec_driver_sql(
+    execute_many(
+        s,
         f"UPDATE {RuleRow.__tablename__} SET next_run_at = ?, updated_at = ? WHERE id = ?",
         [(float(at or 0.0), now, rule_id) for rule_id, at in next_runs.items()],
     )

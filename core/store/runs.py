@@ -12,13 +12,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict, TypeVar, Unpack, cast, get_args
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from core.store.amounts import decode_amounts, encode_amounts
 from core.store.chunks import chunked
+from core.store.driver_sql import execute_many
 from core.store.errors import NotFoundError
-from core.store.models import RunRow
+from core.store.models import RuleRow, RunRow
 
 RunMode = Literal["act", "observe"]
 RunCause = Literal[
@@ -232,51 +233,81 @@ def rules_with_live_runs(s: Session, rule_ids: Collection[str]) -> set[str]:
     return found
 
 
+def live_rule_ids(s: Session) -> set[str]:
+    """Every rule with a queued, running or settling run, in one query on the state index: live runs are a
+    handful however many rules and runs there are (the scheduler asks at every wake)."""
+    stmt = (
+        select(RunRow.rule_id).where(RunRow.state.in_(sorted(LIVE_STATES)), RunRow.rule_id != "").distinct()
+    )
+    return set(s.scalars(stmt))
+
+
 @dataclass(frozen=True, slots=True)
-class SkippedRun:
-    """A rule's due time that was not run (`reason`: missed, paused or overlap)."""
+class ScheduledRun:
+    """A run the scheduler records for a rule's due time: fired (`queued`, or a reminder `ended` `done` at
+    once) or not run (`ended` `skipped`, the reason in `error`: missed, paused, overlap). What it records of
+    its rule (bot, version, mode) is read from the rule as the run is written."""
 
     run_id: str
     rule_id: str
-    bot_id: str
-    rule_version: int
-    mode: RunMode
-    due_at: float
-    reason: str
+    queued_at: float
+    state: Literal["queued", "ended"]
+    outcome: Literal["", "done", "skipped"] = ""
+    error: str = ""
+    report: str = ""  # JSON, as `end_run` stores it
+    started_at: float = 0.0
+    ended_at: float = 0.0
 
 
-def insert_skipped_runs(
-    s: Session, skipped: Sequence[SkippedRun], *, session_prefix: str, now: float
-) -> None:
-    """Record many skipped runs at once, each numbered after its rule's runs so far (the session id a run
-    of that rule would have had; skipped runs never open one)."""
-    ids = sorted({item.rule_id for item in skipped})
-    counts: dict[str, int] = dict.fromkeys(ids, 0)
-    for chunk in chunked(ids):
-        stmt = select(RunRow.rule_id, func.count()).where(RunRow.rule_id.in_(chunk)).group_by(RunRow.rule_id)
-        counts.update({str(rule_id): int(n) for rule_id, n in s.execute(stmt)})
-    rows: list[dict[str, object]] = []
-    for item in skipped:
-        counts[item.rule_id] += 1
-        rows.append(
-            {
-                "id": item.run_id,
-                "bot_id": item.bot_id,
-                "rule_id": item.rule_id,
-                "rule_version": item.rule_version,
-                "mode": _check("run mode", item.mode, MODES),
-                "session_id": f"{session_prefix}{item.rule_id}-{counts[item.rule_id]}",
-                "cause": "schedule",
-                "state": "ended",
-                "outcome": "skipped",
-                "error": item.reason,
-                "queued_at": item.due_at,
-                "ended_at": now,
-            }
+# One row per run, its rule's facts read by the same statement: no read of the rules beforehand, and a rule
+# deleted meanwhile gets no run. A run is numbered after its rule's runs so far, those inserted just before it
+# in the same executemany included (the session id a run of that rule has; a skipped run never opens one).
+# Observe is a check's mode only, as `RuleRunner` queues a run.
+_INSERT_SCHEDULED = f"""
+INSERT INTO {RunRow.__tablename__} (
+    id, bot_id, task_id, rule_id, rule_version, mode, session_id, cause, state, outcome, report, would,
+    activity, tokens_in, tokens_out, cost_usd, cost_other, unpriced_calls, error, error_words, nudged,
+    queued_at, started_at, ended_at
+)
+SELECT
+    ?, r.bot_id, '', r.id, r.version,
+    CASE WHEN r.mode = 'observe' AND r.kind = 'check' THEN 'observe' ELSE 'act' END,
+    ? || r.id || '-' || ((SELECT count(*) FROM {RunRow.__tablename__} WHERE rule_id = r.id) + 1),
+    'schedule', ?, ?, ?, '', '[]', 0, 0, 0.0, '{{}}', 0, ?, '{{}}', FALSE,
+    ?, ?, ?
+FROM {RuleRow.__tablename__} r WHERE r.id = ?
+"""
+
+
+def insert_scheduled_runs(s: Session, runs: Sequence[ScheduledRun], *, session_prefix: str) -> set[str]:
+    """Record many rules' scheduled runs at once (one executemany: after a long sleep every rule may be
+    recorded at once). Returns the rules that got their runs: those that still exist."""
+    rows = [
+        (
+            run.run_id,
+            session_prefix,
+            _check("run state", run.state, STATES),
+            _check("run outcome", run.outcome, OUTCOMES | {""}),
+            run.report,
+            run.error,
+            run.queued_at,
+            run.started_at,
+            run.ended_at,
+            run.rule_id,
         )
-    if rows:
-        # One executemany, not an ORM object per run: after a long sleep every rule may be recorded at once.
-        s.execute(insert(RunRow), rows)
+        for run in runs
+    ]
+    if execute_many(s, _INSERT_SCHEDULED, rows) == len(rows):
+        return {run.rule_id for run in runs}
+    # Some rule was deleted since it was found due: which ones are left is worth a query only then.
+    return {run.rule_id for run in runs} & _existing_rules(s, [run.rule_id for run in runs])
+
+
+def _existing_rules(s: Session, rule_ids: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for chunk in chunked(sorted(set(rule_ids))):
+        found.update(s.scalars(select(RuleRow.id).where(RuleRow.id.in_(chunk))))
+    return found
 
 
 def live_runs(s: Session) -> list[RunRecord]:

@@ -43,12 +43,13 @@ class MemoryTimeline:
             if r.next_run_at is not None and r.next_run_at <= now
         ]
 
-    async def fire(self, rule: DueRule) -> None:
-        self.fired.append((rule.rule_id, rule.due_at))
-
     async def record(
-        self, skipped: list[tuple[DueRule, SkipReason]], next_runs: dict[str, float | None]
+        self,
+        fired: list[DueRule],
+        skipped: list[tuple[DueRule, SkipReason]],
+        next_runs: dict[str, float | None],
     ) -> None:
+        self.fired.extend((rule.rule_id, rule.due_at) for rule in fired)
         self.skipped.extend((rule.rule_id, rule.due_at, reason) for rule, reason in skipped)
         for rule_id, next_run_at in next_runs.items():
             self.rules[rule_id].next_run_at = next_run_at

@@ -357,5 +357,76 @@ async def test_the_scheduler_reads_only_due_rules_and_only_budget_paused_ones(db
     assert rule_rows.decode_schedule(times[0].schedule_json) == DAILY
     assert [r.id for r in await db.read(rule_rows.budget_paused_rules)] == [paused.id]
     assert await db.read(rule_rows.budget_paused_zones) == ["Asia/Shanghai"]
-    facts = await db.read(lambda s: rule_rows.run_facts(s, {due.id, "ru_gone"}))
-    assert facts == {due.id: rule_rows.RuleRunFacts(bot_id=bot_id, version=1, mode="act")}
+
+
+async def test_scheduled_runs_take_their_rules_facts_and_numbers_and_a_gone_rule_gets_none(
+    db: Database,
+) -> None:
+    bot_id, conv_id = await bot_and_conversation(db)
+    check = await db.write(lambda s: add_rule(s, bot_id, conv_id, mode="observe"))
+    remind = await db.write(lambda s: add_rule(s, bot_id, conv_id, kind="remind"))
+    await db.write(lambda s: rule_rows.update_rule(s, check.id, now=11.0, version=2))
+    before = await db.write(
+        lambda s: runs.insert_run(
+            s,
+            id="r_before",
+            bot_id=bot_id,
+            session_id=f"rule-{check.id}-1",
+            cause="manual",
+            now=20.0,
+            rule_id=check.id,
+            rule_version=2,
+            mode="observe",
+        )
+    )
+    assert await db.read(runs.live_rule_ids) == {check.id}
+    scheduled = [
+        runs.ScheduledRun("r_skip", check.id, 50.0, "ended", "skipped", error="overlap", ended_at=60.0),
+        runs.ScheduledRun("r_queued", check.id, 60.0, "queued"),
+        runs.ScheduledRun(
+            "r_done",
+            remind.id,
+            60.0,
+            "ended",
+            "done",
+            report='{"state": "done"}',
+            started_at=60.0,
+            ended_at=60.0,
+        ),
+        runs.ScheduledRun("r_gone", "ru_gone", 60.0, "queued"),
+    ]
+
+    kept = await db.write(lambda s: runs.insert_scheduled_runs(s, scheduled, session_prefix="rule-"))
+
+    assert kept == {check.id, remind.id}
+    got = {r.id: r for r in await db.read(lambda s: runs.runs_of_rule(s, check.id))}
+    assert set(got) == {before.id, "r_skip", "r_queued"}
+    skip, queued = got["r_skip"], got["r_queued"]
+    # Numbered after the rule's runs so far, each after the one inserted just before it.
+    assert (skip.session_id, queued.session_id) == (f"rule-{check.id}-2", f"rule-{check.id}-3")
+    assert (skip.bot_id, skip.rule_version, skip.mode, skip.cause) == (bot_id, 2, "observe", "schedule")
+    assert (skip.state, skip.outcome, skip.error, skip.queued_at, skip.ended_at) == (
+        "ended",
+        "skipped",
+        "overlap",
+        50.0,
+        60.0,
+    )
+    assert (queued.state, queued.outcome, queued.started_at, queued.ended_at) == ("queued", "", 0.0, 0.0)
+    done = await db.read(lambda s: runs.get_run(s, "r_done"))
+    assert done is not None
+    assert (done.session_id, done.mode, done.state, done.outcome, done.report) == (
+        f"rule-{remind.id}-1",
+        "act",
+        "ended",
+        "done",
+        '{"state": "done"}',
+    )
+    assert (done.started_at, done.ended_at, done.error, done.error_words, done.activity) == (
+        60.0,
+        60.0,
+        "",
+        {},
+        [],
+    )
+    assert await db.read(lambda s: runs.get_run(s, "r_gone")) is None
