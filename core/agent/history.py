@@ -3,6 +3,12 @@ finishes.
 
 Append-only JSONL keeps a step's write small however long the session grows; a line cut short by a crash
 is skipped on load, so the history stays valid up to the last finished step.
+
+Appends are written on the calling (loop) thread, not the worker: a step's lines are a few KB handed to the
+page cache in one `write`, about 20 us, where the hop to a worker thread and back cost 0.4-0.6 ms of every
+step's critical path. Once `write` has returned the kernel holds the lines, so a SIGKILL of the process
+cannot lose them (no fsync either way: a power cut may, as before). Writing in program order also keeps
+every append in the order the session made it without a queue.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -50,15 +57,28 @@ class HistoryStore:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)  # type: ignore[arg-type]
 
     async def append(self, session_id: str, messages: list[ModelMessage]) -> None:
-        if messages:
-            await self._run(self._append_sync, session_id, messages)
+        self.append_now(session_id, messages)
 
-    def _append_sync(self, session_id: str, messages: list[ModelMessage]) -> None:
+    def append_now(self, session_id: str, messages: list[ModelMessage]) -> None:
+        """Append `messages`; when this returns they survive a crash of the process (see the module note)."""
+        if not messages:
+            return
         directory = self._dir(session_id)
-        directory.mkdir(parents=True, exist_ok=True)
         lines = b"".join(history_format.encode(m) for m in messages)
-        with (directory / "history.jsonl").open("ab") as f:
-            f.write(lines)
+        path = directory / "history.jsonl"
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o666)
+        except FileNotFoundError:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o666)
+        try:
+            view = memoryview(lines)
+            while view:
+                # A regular file takes the whole buffer in one write; the loop only guards a short write.
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
 
     async def write_meta(self, meta: SessionMeta) -> None:
         await self._run(self._write_meta_sync, meta)

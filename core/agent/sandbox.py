@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import stat
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from core.agent.tool_api import ToolError
 
@@ -39,6 +41,7 @@ CREDENTIAL_FILES: tuple[str, ...] = (
 )
 
 RefusalKind = Literal["credential", "denied", "read_only", "outside_workspace"]
+T = TypeVar("T")
 
 
 class Preset(StrEnum):
@@ -119,38 +122,23 @@ class PathGuard:
             tuple(self.home / rel for rel in CREDENTIAL_DIRS),
             frozenset(self.home / rel for rel in CREDENTIAL_FILES),
         )
-        self._watched: tuple[str, ...] = ()
-        self._fingerprint: _Fingerprint | None = None
+        self._resolved = KeptResolution(
+            lambda: _lookups_below(self.home, (*self._written.dirs, *self._written.files)),
+            self._written.with_resolved,
+        )
         # One attribute, swapped whole: walks in worker threads read it while the loop thread refreshes it.
         self._credentials = self._written
         self.refresh_credentials()
 
     def refresh_credentials(self) -> None:
-        """Re-resolve the credential paths if a directory their resolution read has changed since.
+        """Re-resolve the credential paths if an entry their resolution looked up has changed since.
 
         A credential path that appears later (~/.aws made mid-session) needs nothing: its written form is
         always refused, existing or not. What can change is where a credential path *resolves to* (~/.aws
-        made a symlink to /vault/aws): that rewrites an entry of a watched directory, which changes its
-        mtime/ctime, so the next call re-resolves. A few stat calls instead of ~14 realpaths per call.
+        made a symlink to /vault/aws): that replaces an entry the resolution looked up, so the next call
+        re-resolves. A few lstat calls instead of ~14 realpaths per call.
         """
-        fingerprint = _fingerprint(self._watched)
-        if fingerprint == self._fingerprint:
-            return
-        watched = self._lookups()
-        # Fingerprint before resolving, and look again after: a change made meanwhile leaves no fingerprint
-        # to trust, so the next call resolves again.
-        fingerprint = _fingerprint(watched)
-        self._credentials = self._written.with_resolved()
-        self._watched = watched
-        self._fingerprint = fingerprint if self._lookups() == watched else None
-
-    def _lookups(self) -> tuple[str, ...]:
-        """The directories whose entries decide where the credential paths resolve to."""
-        watched: set[str] = set()
-        # Home itself was resolved once above; only what lies below it (or where its links lead) can move.
-        for path in (*self._written.dirs, *self._written.files):
-            _note_lookups(str(self.home), str(path.relative_to(self.home)), watched)
-        return tuple(sorted(watched))
+        self._credentials = self._resolved.get()
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -252,7 +240,6 @@ class CredentialPaths:
         return CredentialPaths(tuple(dirs), self.files | {_real(p) for p in self.files})
 
 
-_Fingerprint = tuple[tuple[int, int, int, int] | None, ...]
 _MAX_LINK_HOPS = 40
 
 
@@ -267,22 +254,67 @@ def _prefixes(roots: tuple[Path, ...]) -> tuple[str, ...]:
     return tuple(str(root).rstrip("/") + "/" for root in roots)
 
 
-def _fingerprint(dirs: tuple[str, ...]) -> _Fingerprint:
-    marks: list[tuple[int, int, int, int] | None] = []
-    for path in dirs:
-        try:
-            st = os.stat(path)
-        except OSError:
-            marks.append(None)
+# What one looked-up entry was: its inode and type, and a link's target (None: not there, or unreadable).
+_Mark = tuple[int, int, int, str] | None
+
+
+def _mark(path: str) -> _Mark:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    target = _link_target(path) if stat.S_ISLNK(st.st_mode) else ""
+    return (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), target or "")
+
+
+def _marks(entries: tuple[str, ...]) -> tuple[_Mark, ...]:
+    return tuple(_mark(path) for path in entries)
+
+
+class KeptResolution(Generic[T]):
+    """A value computed from how some paths resolve, kept while every entry their resolution looked up is
+    the same one (same inode and type; a link, same target). That is all a realpath reads, so while those
+    entries stand the value stands too. Checking them is an lstat each; resolving again was the Python of a
+    realpath per path, most of a sandboxed shell call's own cost. Nothing here depends on timestamps, whose
+    coarse ticks can hide a change made right after a look."""
+
+    def __init__(self, lookups: Callable[[], tuple[str, ...]], compute: Callable[[], T]) -> None:
+        self._lookups = lookups
+        self._compute = compute
+        self._entries: tuple[str, ...] = ()
+        self._marks: tuple[_Mark, ...] | None = None
+        self._value: T | None = None
+
+    def get(self) -> T:
+        if self._marks is not None and self._value is not None and _marks(self._entries) == self._marks:
+            return self._value
+        entries = self._lookups()
+        # Marked before resolving, looked up again after: a change made meanwhile leaves no marks to trust,
+        # so the next call resolves again.
+        marks = _marks(entries)
+        value = self._compute()
+        self._value = value
+        self._entries = entries
+        self._marks = marks if self._lookups() == entries else None
+        return value
+
+
+def _lookups_below(start: Path, paths: Iterable[Path]) -> tuple[str, ...]:
+    """The entries that decide where `paths` resolve to, each path either below the resolved directory
+    `start` or absolute (then looked up from `/`)."""
+    entries: set[str] = set()
+    for path in paths:
+        if path.is_relative_to(start):
+            _note_lookups(str(start), str(path.relative_to(start)), entries)
         else:
-            marks.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
-    return tuple(marks)
+            _note_lookups("/", os.path.abspath(path), entries)
+    return tuple(sorted(entries))
 
 
-def _note_lookups(start: str, rest: str, watched: set[str], hops: int = 0) -> str:
-    """Resolve `rest` below the resolved directory `start` the way realpath does, adding to `watched` every
-    directory whose entry it looked up (through symlinks too): while none of those changes, the result
-    cannot change either."""
+def _note_lookups(start: str, rest: str, entries: set[str], hops: int = 0) -> str:
+    """Resolve `rest` below the resolved directory `start` the way realpath does, adding to `entries` every
+    entry it looked up (through symlinks too): while none of those changes, the result cannot change
+    either, nor whether it exists and is a directory."""
     resolved = start
     for name in rest.split("/"):
         if name in ("", "."):
@@ -290,13 +322,13 @@ def _note_lookups(start: str, rest: str, watched: set[str], hops: int = 0) -> st
         if name == "..":
             resolved = os.path.dirname(resolved)
             continue
-        watched.add(resolved)
         candidate = os.path.join(resolved, name)
+        entries.add(candidate)
         target = _link_target(candidate) if hops < _MAX_LINK_HOPS else None
         if target is None:
             resolved = candidate
         else:
-            resolved = _note_lookups("/" if target.startswith("/") else resolved, target, watched, hops + 1)
+            resolved = _note_lookups("/" if target.startswith("/") else resolved, target, entries, hops + 1)
     return resolved
 
 
@@ -313,6 +345,8 @@ _BWRAP_BASE: tuple[str, ...] = (
     *("--die-with-parent", "--ro-bind", "/", "/"),
     *("--dev", "/dev", "--proc", "/proc"),
 )
+# A session runs its commands in one folder; more than this many distinct ones means a caller varies it.
+_MAX_KEPT_CWDS = 64
 # bwrap's probe result never changes while we run; probing once keeps session start-up cheap.
 _probe_cache: dict[str, tuple[bool, str]] = {}
 
@@ -353,6 +387,7 @@ class ShellSandbox:
         self._bwrap = bwrap
         self.available = bwrap is not None
         self.description = self._describe(reason)
+        self._kept: dict[Path, KeptResolution[tuple[str, ...]]] = {}
 
     @classmethod
     def detect(cls, permission: Permission, home: Path | None = None) -> ShellSandbox:
@@ -392,17 +427,34 @@ class ShellSandbox:
     def wrap(self, command: str, cwd: Path) -> list[str]:
         if self._bwrap is None or self.permission.preset is Preset.FULL:
             return ["bash", "-c", command]
+        return [*self._bwrap_args(cwd), "--", "bash", "-c", command]
+
+    def _bwrap_args(self, cwd: Path) -> tuple[str, ...]:
+        """bwrap and its arguments for commands run in `cwd`, kept while the paths they name resolve as they
+        did (a credential dir made or re-linked mid-session is masked from the next call on)."""
+        kept = self._kept.get(cwd)
+        if kept is None:
+            if len(self._kept) >= _MAX_KEPT_CWDS:
+                self._kept.clear()
+            kept = self._kept[cwd] = KeptResolution(
+                lambda: _lookups_below(self.home, self._mount_sources(cwd)), lambda: self._build_args(cwd)
+            )
+        return kept.get()
+
+    def _mount_sources(self, cwd: Path) -> list[Path]:
+        """Every path whose resolution the arguments depend on."""
+        permission = self.permission
         return [
-            self._bwrap,
-            *_BWRAP_BASE,
-            *self._mounts(),
-            "--chdir",
-            os.path.realpath(cwd),
-            "--",
-            "bash",
-            "-c",
-            command,
+            permission.workspace,
+            *permission.extra_writable,
+            *(self.home / rel for rel in (*CREDENTIAL_DIRS, *CREDENTIAL_FILES)),
+            *permission.denied,
+            cwd,
         ]
+
+    def _build_args(self, cwd: Path) -> tuple[str, ...]:
+        assert self._bwrap is not None
+        return (self._bwrap, *_BWRAP_BASE, *self._mounts(), "--chdir", os.path.realpath(cwd))
 
     def _mounts(self) -> list[str]:
         # (depth, order, args): bwrap applies mounts in argv order, so a mount on a deeper path must come

@@ -197,9 +197,7 @@ class AgentSession:
         if self._turn is not None and not self._turn.done():
             self._steers.append(_Input(f"note_{secrets.token_hex(6)}", text))
             return
-        note = ModelRequest(parts=(UserText(text),))
-        self.history.append(note)
-        await self._runtime.history.append(self.session_id, [note])
+        self._persist([ModelRequest(parts=(UserText(text),))])
 
     def refuse_tools(self, reason: str) -> None:
         """From now on every tool call is answered with `reason` (a task that has ended must not act);
@@ -311,16 +309,16 @@ class AgentSession:
                 parts = [UserText(i.text) for i in inputs]
         except asyncio.CancelledError:
             outcome = "cancelled"
-            await self._keep_what_was_said(turn, keep_partial=True)
+            self._keep_what_was_said(turn, keep_partial=True)
             raise
         except ModelCallError as exc:
             outcome, error = "error", str(exc)
             error_words = {lang: exc.words(lang) for lang in LANGUAGES}
-            await self._keep_what_was_said(turn, keep_partial=False)
+            self._keep_what_was_said(turn, keep_partial=False)
         except Exception as exc:
             log.exception("turn %s of %s failed", turn.turn_id, self.session_id)
             outcome, error = "error", f"Internal error: {exc}"
-            await self._keep_what_was_said(turn, keep_partial=False)
+            self._keep_what_was_said(turn, keep_partial=False)
         finally:
             self._emit(ev.TurnEnded(self.session_id, turn.turn_id, outcome, error, error_words))
 
@@ -354,17 +352,13 @@ class AgentSession:
         turn.returns = []
         turn.pending_calls = []
         if resumed is None:
-            try:
-                await self._persist([request])
-            except asyncio.CancelledError:
-                self._announce_taken(turn, inputs)  # the shielded write finished: they are in the history
-                raise
+            self._persist([request])
         self._announce_taken(turn, inputs)
         response = await self._ask_model(turn.turn_id, turn.step, turn.partial_text)
         turn.in_flight = None
         # Its calls are owed a result from the moment the response is in the history.
         turn.pending_calls = list(response.tool_calls)
-        await self._persist([response])
+        self._persist([response])
         return response
 
     def _announce_taken(self, turn: _TurnState, inputs: list[_Input]) -> None:
@@ -373,18 +367,14 @@ class AgentSession:
             self._in_hand.discard(item.input_id)
             self._emit(ev.InputTaken(self.session_id, turn.turn_id, item.input_id, item.text))
 
-    async def _persist(self, messages: list[ModelMessage]) -> None:
-        """Add to the history in memory and on disk. Shielded: a cancel arriving meanwhile waits for the
-        write, so what is in memory is what is on disk."""
+    def _persist(self, messages: list[ModelMessage]) -> None:
+        """Add to the history on disk, then in memory. Written before the step goes on, and with no await
+        in between, so a cancel cannot come between the two and what is in memory is what is on disk.
+        A request must be on disk before it is sent (a crash then leaves it owed an answer, and its inputs
+        are never handed over twice); a response before its tools run (a crash then shows the turn stopped
+        inside a tool, so nothing is run twice). docs/recovery.md"""
+        self._runtime.history.append_now(self.session_id, messages)
         self.history += messages
-        write = asyncio.ensure_future(self._runtime.history.append(self.session_id, messages))
-        try:
-            await asyncio.shield(write)
-        except asyncio.CancelledError:
-            if not write.done():
-                with contextlib.suppress(Exception):
-                    await write
-            raise
 
     async def _run_tools(self, turn: _TurnState, calls: list[ToolCall]) -> None:
         turn.pending_calls = list(calls)
@@ -393,7 +383,7 @@ class AgentSession:
             turn.returns.append(await self._run_tool(turn.turn_id, turn.pending_calls[0]))
             turn.pending_calls.pop(0)
 
-    async def _keep_what_was_said(self, turn: _TurnState, *, keep_partial: bool) -> None:
+    def _keep_what_was_said(self, turn: _TurnState, *, keep_partial: bool) -> None:
         """Keep history valid and honest after a stop: the request stays (it is already in the history),
         partial text stays, and tool calls that did not finish are answered as interrupted at the start of
         the next turn."""
@@ -401,7 +391,7 @@ class AgentSession:
             text = "".join(turn.partial_text) if keep_partial else ""
             if text:
                 with contextlib.suppress(Exception):
-                    await self._persist([ModelResponse(parts=(ReplyText(text),))])
+                    self._persist([ModelResponse(parts=(ReplyText(text),))])
         else:
             self._carry = [
                 *turn.returns,

@@ -200,6 +200,36 @@ def test_bwrap_argv_binds_workspace_and_masks_credentials_after_it(home: Path) -
     assert sandbox.description.endswith("only the workspace is writable.")
 
 
+def test_bwrap_argv_kept_between_calls_follows_paths_made_or_relinked_mid_session(
+    home: Path, tmp_path: Path
+) -> None:
+    sandbox = ShellSandbox(Permission(Preset.WORKSPACE_WRITE, home), home, bwrap="/usr/bin/bwrap")
+    assert str(home / ".aws") not in " ".join(sandbox.wrap("true", home))
+
+    (home / ".aws").mkdir()
+    argv = sandbox.wrap("echo second", home)
+    assert f"--tmpfs {home / '.aws'}" in " ".join(argv)
+    assert argv[-6:] == ["--chdir", str(home), "--", "bash", "-c", "echo second"]
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (home / ".aws").rmdir()
+    (home / ".aws").symlink_to(vault)
+    assert f"--tmpfs {vault}" in " ".join(sandbox.wrap("true", home))
+
+    other = tmp_path / "vault2"
+    other.mkdir()
+    (home / ".aws").unlink()
+    (home / ".aws").symlink_to(other)
+    joined = " ".join(sandbox.wrap("true", home))
+    assert f"--tmpfs {other}" in joined
+    assert f"--tmpfs {vault} " not in joined
+
+    sub = home / "project"
+    sub.mkdir()
+    assert sandbox.wrap("true", sub)[-6:-4] == ["--chdir", str(sub)]
+
+
 def test_bwrap_argv_read_only_binds_nothing_writable(workspace: Path, home: Path) -> None:
     sandbox = ShellSandbox(Permission(Preset.READ_ONLY, workspace), home, bwrap="/usr/bin/bwrap")
     argv = sandbox.wrap("ls", workspace)
