@@ -51,6 +51,15 @@ def link_of(widget: MessageWidget) -> RuleOriginLink:
     return widget.rule_caption
 
 
+def caption_shown(window: MainWindow, text: str) -> bool:
+    """The message with `text` is on screen with its rule caption: a widget added to a shown layout is
+    shown a loop turn after it is added, so waiting for the message alone is not enough."""
+    return any(
+        w.view.text == text and w.rule_caption is not None and w.rule_caption.isVisible()
+        for w in window.chat_view.message_widgets()
+    )
+
+
 def panel_of(window: MainWindow) -> BotPanel:
     assert window.bot_panel is not None
     return window.bot_panel
@@ -76,7 +85,7 @@ async def a_rules_message(
     rule = rules.add_rule("Watch X", "Every morning check the price of X")
     facade.add_message(conversation.id, "assistant", SAID, rule_id=rule.id, rule_title="Watch X")
     await window.refresh()
-    await wait_until(lambda: any(w.view.text == SAID for w in window.chat_view.message_widgets()))
+    await wait_until(lambda: caption_shown(window, SAID))
     return conversation.id, rule.id
 
 
@@ -131,7 +140,7 @@ async def test_a_deleted_rules_message_says_so_and_opens_nothing(
     conversation = facade.add_conversation("X")
     facade.add_message(conversation.id, "assistant", SAID, rule_id="ru_gone00000000")
     await window.refresh()
-    await wait_until(lambda: any(w.view.text == SAID for w in window.chat_view.message_widgets()))
+    await wait_until(lambda: caption_shown(window, SAID))
     widget = the_message(window, SAID)
     link = link_of(widget)
     assert link.text() == "From a deleted rule"
@@ -209,7 +218,7 @@ async def test_over_a_real_host_a_rule_made_in_chat_has_its_chip_and_its_message
             def reminders() -> list[MessageWidget]:
                 return [w for w in made.chat_view.message_widgets() if w.view.rule_id == rule.id]
 
-            await wait_until(lambda: bool(reminders()), timeout=10)
+            await wait_until(lambda: caption_shown(made, words), timeout=10)
             [reminder] = reminders()
             assert (reminder.view.role, reminder.view.text) == ("assistant", words)
             link = link_of(reminder)
