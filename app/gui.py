@@ -25,9 +25,13 @@ from app.settings_from_env import model_override
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
 
+    from app.late_facades import HostFacades
     from app.live_language import LiveLanguage
     from app.notifications import Notifications
     from app.power import PowerWatch
+    from app.window_actions import WindowActions
+    from core.bots.facade import BotFacade
+    from core.bus import EventBus
     from core.host import Host
     from ui.bridge import EventBridge
     from ui.main_window import MainWindow
@@ -72,7 +76,7 @@ def _application(data_dir: Path) -> QApplication:
     from PySide6.QtWidgets import QApplication
 
     from app.tray import app_icon
-    from core.preferences_service import stored_preferences
+    from core.preferences import stored_preferences
     from ui.i18n import use_language
     from ui.theme import apply_theme
 
@@ -91,8 +95,8 @@ def _run(data_dir: Path) -> int:
     import qasync
 
     from app.instance_socket import InstanceServer, socket_name
-    from app.window_actions import WindowActions
-    from core.host import Host
+    from app.late_facades import LateFacades
+    from core.bus import EventBus
     from ui.bridge import EventBridge
     from ui.skeleton import LoadingSkeleton
 
@@ -105,24 +109,27 @@ def _run(data_dir: Path) -> int:
     # Like the tray's Quit: the host stops cleanly on Ctrl+C and on SIGTERM (a logout, `kill`, systemd).
     _stop_on_signals(loop, quit_requested.set)
 
-    host = Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override())
-    bridge = EventBridge(host.bus)
-    live = _live_window(host, bridge)
-    window = live.window
-    skeleton = LoadingSkeleton(window)
-    window.show()
+    # The window first, over stand-ins for the host's facades; the host's modules import after it is on
+    # screen, off the loop (docs/architecture.md#start-up).
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    facades = LateFacades()
+    live = _live_window(facades, bridge)
+    skeleton = LoadingSkeleton(live.window)
+    live.window.show()
     shown_at = _process_age()
-    desktop = _Desktop(data_dir, host, bridge, window, quit_requested.set)
-    actions = WindowActions(host, window, app, bridge, switch_language=live.switch)
+    desktop = _Desktop(data_dir, facades.desktop_bots, bridge, live.window, quit_requested.set)
     live.on_replaced(desktop.use_window)
-    live.on_replaced(actions.use_window)
     tray_at = _process_age()
     later_launches = InstanceServer(socket_name(data_dir), on_show=desktop.open_window)
     app.lastWindowClosed.connect(lambda: None if desktop.tray.available else quit_requested.set())
 
     async def main() -> int:
         try:
-            await _first_read(host, live, skeleton)
+            host = await _built_host(data_dir, bus)
+            built_at = _process_age()
+            actions = _window_actions(host, live, app, bridge)
+            await _first_read(host, live, skeleton, on_started=lambda: facades.bind(host))
         except Exception:
             log.exception("the host failed to start")
             from PySide6.QtWidgets import QMessageBox
@@ -131,17 +138,10 @@ def _run(data_dir: Path) -> int:
                 live.window, "Errand", f"Errand could not start. See {data_dir / 'logs' / 'errand.log'}."
             )
             return 1
-        desktop.host_started()
+        desktop.host_started(host)
         actions.host_started()
         if probe:
-            import psutil
-
-            rss_mb = psutil.Process().memory_info().rss / 2**20
-            print(
-                f"window-shown {shown_at:.3f}\ntray-shown {tray_at:.3f}\n"
-                f"host-started {_process_age():.3f}\nrss-mb {rss_mb:.1f}",
-                flush=True,
-            )
+            _print_probe(shown_at, tray_at, built_at)
             quit_requested.set()
         await quit_requested.wait()
         log.info("quitting")
@@ -159,11 +159,47 @@ def _run(data_dir: Path) -> int:
     return code
 
 
-async def _first_read(host: Host, live: LiveLanguage, skeleton: LoadingSkeleton) -> None:
-    """Start the host and show the window's first read, which takes the skeleton's place."""
+async def _built_host(data_dir: Path, bus: EventBus) -> Host:
+    """The host, its modules imported in a worker thread while the window stays live (a second of imports
+    on the loop would freeze the window just shown); built on the loop, where it will run."""
+    import importlib
+
+    await asyncio.to_thread(importlib.import_module, "core.host")
+    from core.host import Host
+
+    return Host(data_dir, secrets=make_secret_store(data_dir), model_override=model_override(), bus=bus)
+
+
+def _window_actions(host: Host, live: LiveLanguage, app: QApplication, bridge: EventBridge) -> WindowActions:
+    """What the window asks the app to open (settings, new task), over the host; onto every rebuilt window."""
+    from app.window_actions import WindowActions
+
+    actions = WindowActions(host, live.window, app, bridge, switch_language=live.switch)
+    live.on_replaced(actions.use_window)
+    return actions
+
+
+def _print_probe(shown_at: float, tray_at: float, built_at: float) -> None:
+    import psutil
+
+    rss_mb = psutil.Process().memory_info().rss / 2**20
+    print(
+        f"window-shown {shown_at:.3f}\ntray-shown {tray_at:.3f}\nhost-built {built_at:.3f}\n"
+        f"host-started {_process_age():.3f}\nrss-mb {rss_mb:.1f}",
+        flush=True,
+    )
+
+
+async def _first_read(
+    host: Host, live: LiveLanguage, skeleton: LoadingSkeleton, *, on_started: Callable[[], None] | None = None
+) -> None:
+    """Start the host and show the window's first read, which takes the skeleton's place. `on_started`
+    runs once the host can answer, before the read (the window's stand-ins are bound to it then)."""
     first = live.window
     try:
         await host.start()
+        if on_started is not None:
+            on_started()
         await first.refresh()
         if live.window is not first:  # the language changed while the host was starting
             await live.window.refresh()
@@ -173,7 +209,7 @@ async def _first_read(host: Host, live: LiveLanguage, skeleton: LoadingSkeleton)
         skeleton.remove()
 
 
-def _live_window(host: Host, bridge: EventBridge) -> LiveLanguage:
+def _live_window(host: HostFacades, bridge: EventBridge) -> LiveLanguage:
     """The main window over the host's facades, built again whenever the language changes."""
     from app.live_language import LiveLanguage
     from ui.main_window import MainWindow
@@ -212,7 +248,7 @@ class _Desktop:
     def __init__(
         self,
         data_dir: Path,
-        host: Host,
+        bots: BotFacade,
         bridge: EventBridge,
         window: MainWindow,
         quit_app: Callable[[], None],
@@ -220,12 +256,11 @@ class _Desktop:
         from app.tray import NoTrayNote, PauseControl, Tray
         from app.tray_notice import ClosedToTrayNotice
 
-        self._host = host
         self._bridge = bridge
         self._window = window
         self._notifications: Notifications | None = None
         self._power: PowerWatch | None = None
-        self.pause = PauseControl(host.desktop_bots)  # reads the bots once the host has started
+        self.pause = PauseControl(bots)  # reads the bots once the host has started
         self.tray = Tray(
             window,
             on_quit=quit_app,
@@ -269,28 +304,28 @@ class _Desktop:
         self.open_window()
         self._window.new_task()
 
-    def host_started(self) -> None:
+    def host_started(self, host: Host) -> None:
         from app.notifications import DesktopNotifierSender, Notifications
         from app.power import PowerWatch
         from ui.i18n import t
 
         notifications = Notifications(
-            self._host.attention,
-            self._host.desktop_bots,
+            host.attention,
+            host.desktop_bots,
             self._bridge,
             DesktopNotifierSender(t("notify.app"), fallback=self.tray.show_message),
             self,
             window_focused=lambda: self._window.isVisible() and self._window.isActiveWindow(),
             raise_window=self.open_window,
-            clock=self._host.clock,
+            clock=host.clock,
         )
         notifications.on_items(lambda items: self.tray.set_count(len(items)))
-        self._host.outbox.on_ring(notifications.on_ring)
+        host.outbox.on_ring(notifications.on_ring)
         notifications.start()
         self._notifications = notifications
         self._bridge.botsChanged.connect(self.pause.refresh)
         self.pause.refresh()
-        self._power = PowerWatch(self._host.resync, self._host.clock)
+        self._power = PowerWatch(host.resync, host.clock)
         self._power.start()
 
     async def stop(self) -> None:

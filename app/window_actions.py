@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.autostart import launch_command, set_start_at_login
-from core.host import Host
 from core.tasks.views import TaskView
 from ui.app_settings import AppSettingsDialog
 from ui.async_calls import AsyncCalls
@@ -24,6 +23,9 @@ from ui.first_run import FirstRunCard
 from ui.i18n import language
 from ui.main_window import MainWindow
 from ui.new_task_dialog import NewTaskDialog
+
+if TYPE_CHECKING:
+    from core.host import Host
 
 log = logging.getLogger(__name__)
 

@@ -64,3 +64,10 @@ class ChannelChanged:
     """A bot's chat channel was added, removed, or its status changed (connected, login expired, error)."""
 
     channel_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PricesChanged:
+    """A model's price override was set or removed; views showing prices re-read them."""
+
+    model: str

@@ -126,10 +126,12 @@ class Host:
         balance_read: BalanceRead | None = None,
         environ: Mapping[str, str] | None = None,
         gather_s: float | None = None,
+        bus: EventBus | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.clock: Clock = clock or SystemClock()
-        self.bus = EventBus()
+        # The desktop makes the bus first: its window listens before the host is built.
+        self.bus = bus or EventBus()
         self.secrets = secrets
         self.db = Database(database_url) if database_url else Database.for_data_dir(data_dir)
         # Built in dependency order, every collaborator through its constructor. Where two parts need each

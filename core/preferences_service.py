@@ -6,44 +6,29 @@ a hand-edited database must not keep the app from starting."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import sqlite3
-from pathlib import Path
-
 from sqlalchemy.orm import Session
 
 from core.clock import Clock
 from core.errors import InvalidInputError
 from core.preferences import (
     LANGUAGE_CHOICES,
+    LANGUAGE_KEY,
+    START_AT_LOGIN_KEY,
     THEME_CHOICES,
+    THEME_KEY,
     Preferences,
     PreferencesUpdate,
+    coerced,
 )
 from core.store import settings as setting_rows
 from core.store.database import Database
 
-LANGUAGE_KEY = "preferences.language"
-THEME_KEY = "preferences.theme"
-START_AT_LOGIN_KEY = "preferences.start_at_login"
-
 
 def _read(s: Session) -> Preferences:
-    return _coerce(
+    return coerced(
         setting_rows.get_setting(s, LANGUAGE_KEY),
         setting_rows.get_setting(s, THEME_KEY),
         setting_rows.get_setting(s, START_AT_LOGIN_KEY),
-    )
-
-
-def _coerce(language: object, theme: object, start: object) -> Preferences:
-    """Stored values as preferences; anything missing or not one of the choices is the default."""
-    default = Preferences()
-    return Preferences(
-        language=language if language in LANGUAGE_CHOICES else default.language,
-        theme=theme if theme in THEME_CHOICES else default.theme,
-        start_at_login=start if isinstance(start, bool) else default.start_at_login,
     )
 
 
@@ -81,20 +66,3 @@ class PreferencesService:
             return _read(s)
 
         return await self._db.write(write)
-
-
-def stored_preferences(db_file: Path) -> Preferences:
-    """The preferences as stored, read before the host starts (the window's language and theme are chosen
-    before it is built). Read-only and tolerant: no database yet, an older schema or a bad value all read
-    as the defaults."""
-    default = Preferences()
-    if not db_file.exists():
-        return default
-    keys = (LANGUAGE_KEY, THEME_KEY, START_AT_LOGIN_KEY)
-    try:
-        with contextlib.closing(sqlite3.connect(f"{db_file.as_uri()}?mode=ro", uri=True, timeout=1)) as conn:
-            rows = conn.execute("SELECT key, value FROM settings WHERE key IN (?, ?, ?)", keys).fetchall()
-        stored = {str(key): json.loads(value) for key, value in rows}
-    except (sqlite3.Error, ValueError):
-        return default
-    return _coerce(stored.get(LANGUAGE_KEY), stored.get(THEME_KEY), stored.get(START_AT_LOGIN_KEY))

@@ -18,11 +18,11 @@ from core.changes import (
     ConversationsChanged,
     LiveReplyChanged,
     MessagesChanged,
+    PricesChanged,
     RuleChanged,
     RunStepAdded,
     TaskChanged,
 )
-from core.cost.price_book import PricesChanged
 
 # A streamed reply announces every delta; the eye needs no more than about 30 frames a second.
 LIVE_COALESCE_MS = 30

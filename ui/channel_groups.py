@@ -18,7 +18,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from core.channels.service import ChannelGroup
+from core.channels.views import ChannelGroup
 from ui import theme
 from ui.elided_text import ElidedText
 from ui.form import button, small_label

@@ -26,7 +26,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QWidget
 
 from core.channels.facade import ChannelFacade
-from core.channels.service import ChannelView
+from core.channels.views import ChannelView
 from ui import theme
 from ui.bot_scoped_list import BotScopedList
 from ui.elided_text import ElidedText

@@ -29,7 +29,7 @@ from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from core.channels.facade import ChannelFacade
-from core.channels.service import ChannelView
+from core.channels.views import ChannelView
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls

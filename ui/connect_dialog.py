@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from core.channels.app_check import AppCheck
 from core.channels.facade import ChannelFacade
-from core.channels.service import ChannelView
+from core.channels.views import ChannelView
 from core.errors import InvalidInputError, UnavailableError
 from ui import theme
 from ui.answer_bar import reason

@@ -50,8 +50,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.channels.facade import ChannelFacade
-from core.channels.service import ChannelView
 from core.channels.telegram.config import checked_token
+from core.channels.views import ChannelView
 from core.errors import InvalidInputError
 from ui import theme
 from ui.answer_bar import reason

@@ -28,8 +28,7 @@ from PySide6.QtGui import QCloseEvent, QGuiApplication, QPixmap
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from core.channels.facade import ChannelFacade
-from core.channels.service import ChannelView
-from core.channels.wechat.login import MAX_CODES
+from core.channels.views import MAX_CODES, ChannelView
 from core.errors import InvalidInputError
 from ui import theme
 from ui.answer_bar import reason

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.api import web
 from core.api.validation import json_object, required_str
-from core.channels.service import ChannelView
+from core.channels.views import ChannelView
 from core.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from core.channels.app_check import AppCheck
-from core.channels.service import ChannelView
+from core.channels.views import ChannelView
 
 
 class ChannelFacade(Protocol):

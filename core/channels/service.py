@@ -47,8 +47,9 @@ from core.channels.telegram.fault import TelegramFault
 from core.channels.telegram.loader import open_api
 from core.channels.telegram.receiver import PressHandler as TelegramPressHandler
 from core.channels.telegram.receiver import TelegramReceiver
+from core.channels.views import ChannelGroup, ChannelView
 from core.channels.wechat.ilink import ILinkClient, configured_urls
-from core.channels.wechat.login import LoginProgress, WeChatLogin, checked_verify_code, token_secret_name
+from core.channels.wechat.login import WeChatLogin, checked_verify_code, token_secret_name
 from core.channels.wechat.receiver import WeChatReceiver
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError, UnavailableError
@@ -68,36 +69,6 @@ KINDS = ("wechat", "feishu", "dingtalk", "telegram")
 MAX_ALLOWED = 50
 MAX_PEER_ID = 200
 FIRST_CODE_TIMEOUT_S = 20.0  # how long adding a channel waits for the platform's first QR code
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelGroup:
-    """A group chat the bot was added to (DingTalk): it works there only once the owner admitted it."""
-
-    id: str  # the platform's id of the group (DingTalk: its openConversationId)
-    title: str
-    admission: str  # asked | allowed | refused
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelView:
-    id: str
-    bot_id: str
-    kind: str
-    account: str
-    owner: str
-    # connecting (a login under way, or before the first poll) | connected | reconnecting (Feishu: the
-    # long connection dropped and is being made again) | unhealthy (Feishu: connected, but catch-up found
-    # messages the connection never delivered) | login_expired | error
-    status: str
-    reason: str
-    login: LoginProgress | None  # while a QR login is under way (or just ended)
-    allowed: tuple[str, ...] = ()  # who besides the owner may use the bot here
-    strangers: tuple[str, ...] = ()  # who wrote and was told the bot is not theirs, the latest first
-    name: str = ""  # the bot's name on the platform, where it has one of its own (a Feishu app's bot)
-    domain: str = ""  # Feishu: "feishu" or "lark"
-    pairing_code: str = ""  # Telegram, until someone paired: what the owner sends as `/start <code>`
-    groups: tuple[ChannelGroup, ...] = ()  # DingTalk: the groups it was added to, the latest first
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,13 +19,13 @@ import builtins
 import logging
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from types import MappingProxyType
 
 from sqlalchemy.orm import Session
 
 from core.bus import EventBus
+from core.changes import PricesChanged
 from core.clock import Clock
 from core.cost.price_facade import PriceOverrideView
 from core.cost.prices import PriceOverride, parse_override
@@ -46,13 +46,6 @@ MAX_OVERRIDES = 500
 MAX_AMOUNT = Decimal(10_000_000)
 MAX_PLACES = 10
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})  # control and invisible format characters
-
-
-@dataclass(frozen=True, slots=True)
-class PricesChanged:
-    """A model's override was set or removed; views showing prices re-read them."""
-
-    model: str
 
 
 def checked_model(model: object) -> str:

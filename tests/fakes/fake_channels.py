@@ -33,9 +33,10 @@ from dataclasses import replace
 
 from core.channels.app_check import AppCheck
 from core.channels.dingtalk.config import checked_app
-from core.channels.service import KINDS, ChannelGroup, ChannelView
+from core.channels.service import KINDS
 from core.channels.telegram.config import checked_token
-from core.channels.wechat.login import MAX_CODES, LoginProgress, checked_verify_code
+from core.channels.views import MAX_CODES, ChannelGroup, ChannelView, LoginProgress
+from core.channels.wechat.login import checked_verify_code
 from core.errors import InvalidInputError, NotFoundError
 
 QR_URL = "https://liteapp.weixin.qq.com/q/7GiQu1?qrcode={n}&bot_type=3"

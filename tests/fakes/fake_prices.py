@@ -10,7 +10,8 @@ from __future__ import annotations
 import builtins
 
 from core.bus import EventBus
-from core.cost.price_book import PricesChanged, checked_override, override_view
+from core.changes import PricesChanged
+from core.cost.price_book import checked_override, override_view
 from core.cost.price_facade import PriceOverrideView
 from core.errors import NotFoundError
 

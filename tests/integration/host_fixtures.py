@@ -10,6 +10,7 @@ import httpx
 
 from core.agent.model_config import ModelConfig, RetryPolicy
 from core.api.server import ApiServer
+from core.bus import EventBus
 from core.clock import Clock
 from core.cost.reserve import BalanceRead
 from core.delivery.policy import COALESCE_WINDOW_S
@@ -30,6 +31,7 @@ def make_host(
     balance_read: BalanceRead | None = None,
     environ: Mapping[str, str] | None = None,
     gather_s: float | None = COALESCE_WINDOW_S,
+    bus: EventBus | None = None,
 ) -> Host:
     """`environ` stands in for the process environment (no test reads the real one): e.g. where WeChat is."""
     return Host(
@@ -42,6 +44,7 @@ def make_host(
         balance_read=balance_read,
         environ=environ or {},
         gather_s=gather_s,
+        bus=bus,
     )
 
 

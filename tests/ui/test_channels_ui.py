@@ -16,7 +16,7 @@ from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
 from core.changes import ChannelChanged
-from core.channels.wechat.login import LoginProgress
+from core.channels.views import LoginProgress
 from core.host import Host
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade

@@ -47,7 +47,7 @@ async def test_saving_chinese_rebuilds_the_window_in_chinese_with_the_same_conve
     bridge = EventBridge(host.bus)
     live = _live_window(host, bridge)
     old = live.window
-    desktop = _Desktop(tmp_path / "data", host, bridge, old, lambda: None)
+    desktop = _Desktop(tmp_path / "data", host.desktop_bots, bridge, old, lambda: None)
     actions = WindowActions(host, old, qapp, bridge, switch_language=live.switch)
     live.on_replaced(desktop.use_window)
     live.on_replaced(actions.use_window)

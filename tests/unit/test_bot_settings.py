@@ -26,8 +26,8 @@ from core.clock import FakeClock
 from core.delivery.outbox import conversation_facts
 from core.delivery.policy import Pending, QuietHours, decide
 from core.errors import InvalidInputError, NotFoundError, UnavailableError
-from core.preferences import Preferences, PreferencesUpdate
-from core.preferences_service import PreferencesService, stored_preferences
+from core.preferences import Preferences, PreferencesUpdate, stored_preferences
+from core.preferences_service import PreferencesService
 from core.store import bots as bot_rows
 from core.store import conversations as conv_rows
 from core.store import settings as setting_rows

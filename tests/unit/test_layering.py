@@ -58,6 +58,27 @@ def test_host_and_window_modules_do_not_import_the_channel_sdks() -> None:
         "import core.host, core.agent.runtime, core.api.server, ui.main_window, app.gui, app.cli\n"
         f"print(','.join(m for m in sys.modules if m.split('.')[0] in {SLOW_TO_IMPORT!r}))\n"
     )
+    assert _printed_in_a_fresh_interpreter(code) == ""
+
+
+HOST_ONLY = ("sqlalchemy", "pydantic", "httpx", "core.host", "core.store", "core.agent.runtime")
+
+
+def test_the_window_and_the_tray_are_built_without_the_hosts_modules() -> None:
+    # docs/architecture.md#start-up: the desktop shows its window before the host's modules are imported
+    # (about 0.6 s of them); a UI module that reached a service would bring them all back in front of it.
+    code = (
+        "import sys\n"
+        "import app.gui, app.late_facades, app.live_language, app.tray, app.tray_notice\n"
+        "import app.instance_socket, core.preferences, ui.main_window, ui.skeleton, ui.bridge\n"
+        f"hits = [m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in {HOST_ONLY!r})]\n"
+        "print(','.join(sorted(hits)))\n"
+    )
+    assert _printed_in_a_fresh_interpreter(code) == ""
+
+
+def _printed_in_a_fresh_interpreter(code: str) -> str:
+    """What `code` prints, run where nothing was imported before it (offscreen: no display needed)."""
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
@@ -66,4 +87,4 @@ def test_host_and_window_modules_do_not_import_the_channel_sdks() -> None:
         check=True,
         env={"QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"},
     )
-    assert out.stdout.strip() == ""
+    return out.stdout.strip()

@@ -14,8 +14,9 @@ import pytest
 from sqlalchemy import text
 
 from core.bus import EventBus
+from core.changes import PricesChanged
 from core.clock import FakeClock
-from core.cost.price_book import MAX_OVERRIDES, OVERRIDES_KEY, PriceBook, PricesChanged
+from core.cost.price_book import MAX_OVERRIDES, OVERRIDES_KEY, PriceBook
 from core.cost.price_facade import PriceOverrideView
 from core.cost.prices import PriceOverride, Usage, price
 from core.errors import ConflictError, InvalidInputError, NotFoundError

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
@@ -21,6 +20,7 @@ from sqlalchemy.orm import Session
 from core.bots.secret_store import SecretStore, SecretStoreUnavailableError
 from core.bus import EventBus
 from core.changes import ChannelChanged
+from core.channels.views import MAX_CODES, LoginProgress
 from core.channels.wechat.ilink import ILinkClient, ILinkError, QrState
 from core.clock import Clock
 from core.errors import InvalidInputError
@@ -29,8 +29,6 @@ from core.store.database import Database
 
 log = logging.getLogger(__name__)
 
-LoginStatus = Literal["wait", "scanned", "need_verify_code", "confirmed", "failed"]
-MAX_CODES = 3
 CODE_LIFETIME_S = 480.0  # how long one code is polled before a new one is fetched
 POLL_GAP_S = 1.0
 _VERIFY_CODE = re.compile(r"\d{4,8}")
@@ -47,14 +45,6 @@ def checked_verify_code(code: str) -> str:
     if not _VERIFY_CODE.fullmatch(digits):
         raise InvalidInputError("code", "must be the 4 to 8 digits your phone shows")
     return digits
-
-
-@dataclass(frozen=True, slots=True)
-class LoginProgress:
-    status: LoginStatus
-    qrcode_url: str = ""  # what the QR image encodes
-    codes: int = 0  # how many codes were shown so far
-    reason: str = ""  # why it failed
 
 
 class WeChatLogin:
