@@ -67,6 +67,9 @@ def run_gui(data_dir: Path) -> int:
         return 2
     # ERRAND_LOG_STDERR=1 logs to stderr too, as `serve` does: for a terminal, and tests that wait on a line.
     setup_logging(data_dir, to_stderr=os.environ.get("ERRAND_LOG_STDERR") == "1")
+    from app import qt_import_hook
+
+    qt_import_hook.install()  # before the window's and the host's imports: ~20 MB of sources kept otherwise
     return _run(data_dir)
 
 
