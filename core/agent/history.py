@@ -56,9 +56,6 @@ class HistoryStore:
     async def _run(self, fn: object, *args: object) -> object:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)  # type: ignore[arg-type]
 
-    async def append(self, session_id: str, messages: list[ModelMessage]) -> None:
-        self.append_now(session_id, messages)
-
     def append_now(self, session_id: str, messages: list[ModelMessage]) -> None:
         """Append `messages`; when this returns they survive a crash of the process (see the module note)."""
         if not messages:

@@ -103,7 +103,7 @@ class PathGuard:
 
     Built once per permission and kept for the session's life (see `AgentRuntime.path_guard`): the roots are
     resolved here, the credential paths in `refresh_credentials`, which every resolution calls and which
-    re-resolves only when a directory their resolution depends on has changed.
+    re-resolves only when an entry their resolution looked up has changed.
     """
 
     def __init__(self, permission: Permission, home: Path | None = None) -> None:

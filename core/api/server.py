@@ -12,7 +12,6 @@ import hmac
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.api import web
@@ -47,7 +46,6 @@ _LINE_SHOWN = 200
 # a GET), so the client can finish sending and read the answer. A local client needs little; stop() (SIGTERM)
 # ends lingering connections at once anyway.
 LINGER_S = 1.0
-Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def error_response(status: int, code: str, message: str) -> web.Response:
@@ -160,7 +158,7 @@ class ApiServer:
 
     # ---- middleware ---------------------------------------------------------------------------------
 
-    async def _errors(self, request: web.Request, handler: Handler) -> web.Response:
+    async def _errors(self, request: web.Request, handler: web.Handler) -> web.Response:
         try:
             return await handler(request)
         except ErrandError as exc:
@@ -179,7 +177,7 @@ class ApiServer:
                 500, "internal", "Internal error; see the log in the data dir's logs folder."
             )
 
-    async def _loopback_only(self, request: web.Request, handler: Handler) -> web.Response:
+    async def _loopback_only(self, request: web.Request, handler: web.Handler) -> web.Response:
         # Refusing non-loopback Host headers defeats DNS-rebinding pages that reach 127.0.0.1 from a browser.
         if not is_loopback_host(request.headers.get("Host", "")):
             return error_response(
@@ -190,7 +188,7 @@ class ApiServer:
             )
         return await handler(request)
 
-    async def _authenticated(self, request: web.Request, handler: Handler) -> web.Response:
+    async def _authenticated(self, request: web.Request, handler: web.Handler) -> web.Response:
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         # Header bytes that are not UTF-8 arrive as surrogate escapes; they turn back into those bytes here.

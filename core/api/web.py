@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http
 import json
 import logging
 import re
@@ -239,7 +240,10 @@ class HttpServer:
         linger_s: float,
     ) -> None:
         self._router = router
-        self._middlewares = list(middlewares)
+        # Built once: the outermost middleware first, the router innermost.
+        self.handle: Handler = self._routed
+        for middleware in reversed(list(middlewares)):
+            self.handle = _wrapped(middleware, self.handle)
         self._max_body = max_body
         self._bad_http = bad_http
         self._linger_s = linger_s
@@ -277,15 +281,9 @@ class HttpServer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def handle(self, request: Request) -> Response:
-        async def routed(request: Request) -> Response:
-            handler, request.match_info = self._router.resolve(request.method, request.raw_path)
-            return await handler(request)
-
-        call: Handler = routed
-        for middleware in reversed(self._middlewares):
-            call = _wrapped(middleware, call)
-        return await call(request)
+    async def _routed(self, request: Request) -> Response:
+        handler, request.match_info = self._router.resolve(request.method, request.raw_path)
+        return await handler(request)
 
 
 def _wrapped(middleware: Middleware, inner: Handler) -> Handler:
@@ -430,7 +428,7 @@ class _Connection:
         response = self._server._bad_http(exc)
         response.close = True
         # h11 would refuse to answer a request it could not parse; the answer is written by hand instead.
-        head = f"HTTP/1.1 {response.status} {_REASONS.get(response.status, 'Error')}\r\n"
+        head = f"HTTP/1.1 {response.status} {http.HTTPStatus(response.status).phrase}\r\n"
         content_type = response.content_type + (f"; charset={response.charset}" if response.charset else "")
         head += f"Content-Type: {content_type}\r\nContent-Length: {len(response.body)}\r\n"
         head += "Connection: close\r\n\r\n"
@@ -450,6 +448,3 @@ def _first_values(raw_query: str) -> dict[str, str]:
     for name, value in parse_qsl(raw_query, keep_blank_values=True):
         query.setdefault(name, value)
     return query
-
-
-_REASONS = {400: "Bad Request", 413: "Payload Too Large", 500: "Internal Server Error"}

@@ -112,7 +112,13 @@ class StoredTimeline:
             firings, kept = await self._db.write(write)
         for rule_id in sorted(kept):
             self._bus.publish(RuleChanged(rule_id))
-        await self._runner.scheduled(firings)
+        try:
+            await self._runner.scheduled(firings)
+        except Exception:
+            # What the firings owe is committed (queued runs, reminders' words in the outbox), and the lane
+            # and the outbox look again on their own timers; a failure here must not keep the scheduler
+            # from setting its next timer.
+            log.exception("after scheduled firings: waking the lane or flushing the outbox failed")
 
 
 def _parsed(schedule_json: str, tz: str) -> Schedule | None:

@@ -103,7 +103,7 @@ async def test_new_steps_append_to_an_old_history_in_the_new_format(
         response_id="r9",
         finish_reason="stop",
     )
-    await store.append("chat-c_gen", [answer])
+    store.append_now("chat-c_gen", [answer])
     lines = (tmp_path / "chat-c_gen" / "history.jsonl").read_bytes().splitlines()
     assert json.loads(lines[-1])["v"] == history_format.VERSION
     assert await store.load("chat-c_gen") == [*old, answer]
@@ -128,7 +128,7 @@ async def test_every_message_comes_back_as_it_was_written(tmp_path: Path) -> Non
     ]
     history = HistoryStore(tmp_path)
     try:
-        await history.append("s1", messages)
+        history.append_now("s1", messages)
         assert await history.load("s1") == messages
     finally:
         history.close()
@@ -141,7 +141,7 @@ async def test_a_line_cut_short_or_from_an_unknown_version_is_skipped_and_the_re
     try:
         first = ModelRequest(parts=(UserText("hi"),), input_ids=("m1",))
         answer = ModelResponse(parts=(ReplyText("hello"),))
-        await history.append("s1", [first])
+        history.append_now("s1", [first])
         path = tmp_path / "s1" / "history.jsonl"
         with path.open("ab") as f:
             f.write(b'{"v": 3, "kind": "request", "parts": []}\n')
