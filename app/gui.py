@@ -12,13 +12,14 @@ import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.child_watcher import watch_children_with_pidfd
 from app.collector import resume_after_start
 from app.logging_setup import setup_logging
+from app.process_age import process_age
 from app.secrets import make_secret_store
 from app.settings_from_env import model_override
 
@@ -38,13 +39,6 @@ if TYPE_CHECKING:
     from ui.skeleton import LoadingSkeleton
 
 log = logging.getLogger(__name__)
-
-
-def _process_age() -> float:
-    """Seconds since this process was created: cold start includes the interpreter's own start-up."""
-    import psutil
-
-    return time.time() - float(psutil.Process().create_time())
 
 
 def no_display_reason() -> str | None:
@@ -108,6 +102,7 @@ def _run(data_dir: Path) -> int:
     app = _application(data_dir)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
+    watch_children_with_pidfd(loop)
     quit_requested = asyncio.Event()
     # Like the tray's Quit: the host stops cleanly on Ctrl+C and on SIGTERM (a logout, `kill`, systemd).
     _stop_on_signals(loop, quit_requested.set)
@@ -120,17 +115,17 @@ def _run(data_dir: Path) -> int:
     live = _live_window(facades, bridge)
     skeleton = LoadingSkeleton(live.window)
     live.window.show()
-    shown_at = _process_age()
+    shown_at = process_age()
     desktop = _Desktop(data_dir, facades.desktop_bots, bridge, live.window, quit_requested.set)
     live.on_replaced(desktop.use_window)
-    tray_at = _process_age()
+    tray_at = process_age()
     later_launches = InstanceServer(socket_name(data_dir), on_show=desktop.open_window)
     app.lastWindowClosed.connect(lambda: None if desktop.tray.available else quit_requested.set())
 
     async def main() -> int:
         try:
             host = await _built_host(data_dir, bus)
-            built_at = _process_age()
+            built_at = process_age()
             actions = _window_actions(host, live, app, bridge)
             await _first_read(host, live, skeleton, on_started=lambda: facades.bind(host))
         except Exception:
@@ -188,7 +183,7 @@ def _print_probe(shown_at: float, tray_at: float, built_at: float) -> None:
     rss_mb = psutil.Process().memory_info().rss / 2**20
     print(
         f"window-shown {shown_at:.3f}\ntray-shown {tray_at:.3f}\nhost-built {built_at:.3f}\n"
-        f"host-started {_process_age():.3f}\nrss-mb {rss_mb:.1f}",
+        f"host-started {process_age():.3f}\nrss-mb {rss_mb:.1f}",
         flush=True,
     )
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from app.api_file import remove_api_file, write_api_file
+from app.child_watcher import watch_children_with_pidfd
 from app.collector import resume_after_start
 from app.logging_setup import setup_logging
 from app.secrets import make_secret_store
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 async def serve(data_dir: Path, port: int) -> int:
     """Run the host headless until SIGTERM; the caller holds the data-dir lock."""
     setup_logging(data_dir, to_stderr=True)
+    watch_children_with_pidfd(asyncio.get_running_loop())
     from core.api.server import ApiServer
     from core.clock_watch import ClockJumpWatcher
     from core.host import Host
