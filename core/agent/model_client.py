@@ -11,6 +11,7 @@ from core import translations
 from core.agent.chat_completions import ChatCompletionsClient, EndpointError, MalformedStreamError
 from core.agent.messages import ModelMessage, ModelResponse, ToolDefinition
 from core.agent.model_config import ModelConfig, RetryPolicy
+from core.agent.wire_format import EncodedHistory
 from core.clock import Clock
 from core.translations import Language
 
@@ -151,8 +152,10 @@ class ModelClient:
         on_text: Callable[[str], None],
         clock: Clock,
         retry: RetryPolicy,
+        encoded: EncodedHistory | None = None,
     ) -> ModelResponse:
-        """Stream one response. Transient failures before any text arrived are retried with backoff."""
+        """Stream one response. Transient failures before any text arrived are retried with backoff.
+        `encoded`: the session's history as sent by its last request (`core.agent.wire_format`)."""
         trouble = self.config.trouble()
         if trouble is not None:
             raise ModelCallError(trouble.message, transient=False, key=trouble.key, fields=trouble.fields)
@@ -167,7 +170,7 @@ class ModelClient:
         while True:
             attempt += 1
             try:
-                return await self._client.stream(messages, tools, forward)
+                return await self._client.stream(messages, tools, forward, encoded)
             except (EndpointError, MalformedStreamError, httpx.HTTPError) as exc:
                 # Once text has reached the user a retry would repeat it; the turn fails instead.
                 if is_transient(exc) and not streamed and attempt < retry.attempts:

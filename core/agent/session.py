@@ -36,6 +36,7 @@ from core.agent.prompt import system_prompt
 from core.agent.session_spec import SessionSpec
 from core.agent.tool_api import ToolContext, ToolError, ToolSpec
 from core.agent.turn_tail import InputTail, input_ids_of, tail_of
+from core.agent.wire_format import EncodedHistory
 from core.translations import LANGUAGES
 
 if TYPE_CHECKING:
@@ -110,6 +111,8 @@ class AgentSession:
             ToolDefinition(name=t.name, description=t.description, parameters=t.json_schema())
             for t in self._tools.values()
         ]
+        # The history as the running turn's requests sent it: each step encodes only what it added.
+        self._encoded = EncodedHistory()
 
     # ---- public operations -------------------------------------------------------------------------
 
@@ -320,6 +323,7 @@ class AgentSession:
             outcome, error = "error", f"Internal error: {exc}"
             self._keep_what_was_said(turn, keep_partial=False)
         finally:
+            self._encoded.clear()
             self._emit(ev.TurnEnded(self.session_id, turn.turn_id, outcome, error, error_words))
 
     async def _step(
@@ -414,6 +418,7 @@ class AgentSession:
             on_text=on_text,
             clock=clock,
             retry=self.spec.retry,
+            encoded=self._encoded,
         )
         usage = response.usage
         self._emit(

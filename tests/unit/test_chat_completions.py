@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from core.agent.chat_completions import ChatCompletionsClient, EndpointError, to_wire_messages, to_wire_tools
+from core.agent.chat_completions import ChatCompletionsClient, EndpointError, sse_lines
 from core.agent.messages import (
     ModelMessage,
     ModelRequest,
@@ -19,6 +20,7 @@ from core.agent.messages import (
     UserText,
 )
 from core.agent.model_config import ModelConfig
+from core.agent.wire_format import to_wire_messages, to_wire_tools
 
 
 def test_history_maps_to_wire_messages_with_the_latest_instructions_first() -> None:
@@ -105,3 +107,40 @@ async def test_an_error_status_carries_the_servers_message_and_retry_after() -> 
         await client.stream([ModelRequest(parts=(UserText("hi"),))], [], lambda _t: None)
     await client.aclose()
     assert (raised.value.status, raised.value.message, raised.value.retry_after) == (429, "slow down", 3.0)
+
+
+async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+async def test_stream_lines_end_at_lf_or_crlf_and_a_character_split_between_chunks_stays_whole() -> None:
+    # "你" is three bytes in UTF-8; the network may cut a chunk anywhere, even inside it.
+    encoded = 'data: {"a": "你"}\r\n\r\ndata: [DONE]\n'.encode()
+    cut = encoded.index("你".encode()) + 1
+    lines = [line async for line in sse_lines(_chunks(encoded[:cut], encoded[cut:]))]
+    assert lines == ['data: {"a": "你"}', "", "data: [DONE]"]
+
+
+async def test_a_last_line_without_a_line_end_is_still_read() -> None:
+    assert [line async for line in sse_lines(_chunks(b"data: x\n", b"data: y"))] == ["data: x", "data: y"]
+
+
+async def test_a_request_says_who_sends_it_and_carries_the_key() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, content=_sse({"choices": [{"delta": {"content": "ok"}}]}))
+
+    client = ChatCompletionsClient(
+        ModelConfig("http://model.test/v1/", "m", "key"), transport=httpx.MockTransport(handler)
+    )
+    response = await client.stream([ModelRequest(parts=(UserText("hi"),))], [], lambda _t: None)
+    await client.aclose()
+    assert response.text == "ok"
+    (request,) = seen
+    assert str(request.url) == "http://model.test/v1/chat/completions"
+    assert request.headers["Authorization"] == "Bearer key"
+    assert request.headers["User-Agent"].startswith("errand/")
+    assert json.loads(request.content)["messages"] == [{"role": "user", "content": "hi"}]

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from core.agent import history_format
-from core.agent.chat_completions import to_wire_messages
 from core.agent.history import HistoryStore
 from core.agent.messages import (
     ModelMessage,
@@ -31,6 +30,7 @@ from core.agent.messages import (
 )
 from core.agent.session import INTERRUPTED
 from core.agent.turn_tail import tail_of
+from core.agent.wire_format import to_wire_messages
 
 OLD = Path(__file__).resolve().parents[1] / "data" / "history_pydantic_ai"
 
