@@ -1,13 +1,14 @@
 """The speed goals of issue 18, each beside its baseline in the same run.
-Run: .venv/bin/python -m bench.bench_speed [--runs N] [--gui-runs N] [--restart-runs N]
+Run: .venv/bin/python -m bench.bench_speed [--runs N] [--gui-runs N] [--restart-runs N] [--tool-calls N]
 
 Every figure comes from real processes on fresh data dirs against the scripted model (no latency):
 - the floor: `bench/floor_loop.py`, a standard-library agent loop (one streamed request, shell calls run
   with `subprocess`, results sent back), started as its own process;
 - `errand serve`: process start -> the first model request for a message posted on the API (the time to
   start the process, import, open the store, start the host and the API, and hand the message to a chat
-  turn), then the step gaps of that first turn of three shell calls (`true`), from the model's last byte
-  to the next request: the first gap apart (it pays for whatever is built on first use) and the later ones;
+  turn), then the step gaps of that first turn of three shell calls (`true`; `--tool-calls N` for a
+  longer turn), from the model's last byte to the next request: the first gap apart (it pays for whatever
+  is built on first use) and the later ones;
   with the bot's default sandbox (bubblewrap) and with the preset `full` (no sandbox);
 - the cost of one sandboxed shell call: `bwrap <Errand's arguments> bash -c true` started and waited for
   from asyncio, against the same `bash -c true` unconfined;
@@ -41,7 +42,7 @@ from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.serve_process import api_client, client_tls, read_until_listening, serve_process
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOL_CALLS = 3
+TOOL_CALLS = 3  # the issue's turn: three shell calls and an answer (--tool-calls for a longer one)
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,10 @@ class Turn:
     rss_mb: float  # idle after the turn (Errand) or peak (the floor)
 
 
-def _script(server: ScriptedModelServer) -> None:
+def _script(server: ScriptedModelServer, calls: int) -> None:
     server.reset()
     server.push_many(
-        [Reply.tool_calls([ToolCallSpec("bash", {"command": "true"})]) for _ in range(TOOL_CALLS)]
+        [Reply.tool_calls([ToolCallSpec("bash", {"command": "true"})]) for _ in range(calls)]
         + [Reply.text("done")]
     )
 
@@ -64,8 +65,8 @@ def _gaps(server: ScriptedModelServer) -> list[float]:
     return [reqs[i + 1].received_at - (reqs[i].responded_at or 0) for i in range(len(reqs) - 1)]
 
 
-async def floor_turn(server: ScriptedModelServer) -> Turn:
-    _script(server)
+async def floor_turn(server: ScriptedModelServer, calls: int) -> Turn:
+    _script(server, calls)
     spawned = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -82,8 +83,8 @@ async def floor_turn(server: ScriptedModelServer) -> Turn:
     return Turn(requests[0].received_at - spawned, _gaps(server), int(out.split()[-1]) / 1024)
 
 
-async def serve_turn(server: ScriptedModelServer, data_dir: Path, preset: Preset) -> Turn:
-    _script(server)
+async def serve_turn(server: ScriptedModelServer, data_dir: Path, preset: Preset, calls: int) -> Turn:
+    _script(server, calls)
     env = dict(
         os.environ, ERRAND_MODEL_BASE_URL=server.base_url, ERRAND_MODEL="fake-model", ERRAND_API_KEY="k"
     )
@@ -99,7 +100,7 @@ async def serve_turn(server: ScriptedModelServer, data_dir: Path, preset: Preset
             r = await client.post(f"/api/conversations/{cid}/messages", json={"text": "go"})
             r.raise_for_status()
             first = (await server.wait_for_requests(1, timeout=30))[0].received_at - spawned
-            await server.wait_for_requests(TOOL_CALLS + 1, timeout=30)
+            await server.wait_for_requests(calls + 1, timeout=30)
             after = r.json()["message"]["id"]
             await client.get(f"/api/conversations/{cid}/messages", params={"after": after, "wait": 10})
         await asyncio.sleep(1.0)  # idle: let the loop settle before reading memory
@@ -137,17 +138,17 @@ def med(values: list[float]) -> float:
     return statistics.median(values)
 
 
-async def main(runs: int, gui_runs: int, restart_runs: int) -> None:
+async def main(runs: int, gui_runs: int, restart_runs: int, calls: int) -> None:
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         print("Errand speed figures (issue 18), machine:", os.cpu_count(), "cores", flush=True)
         async with ScriptedModelServer() as server:
-            floors = [await floor_turn(server) for _ in range(runs)]
+            floors = [await floor_turn(server, calls) for _ in range(runs)]
             sandboxed = [
-                await serve_turn(server, tmp / f"bw-{i}", Preset.WORKSPACE_WRITE) for i in range(runs)
+                await serve_turn(server, tmp / f"bw-{i}", Preset.WORKSPACE_WRITE, calls) for i in range(runs)
             ]
-            free = [await serve_turn(server, tmp / f"full-{i}", Preset.FULL) for i in range(runs)]
+            free = [await serve_turn(server, tmp / f"full-{i}", Preset.FULL, calls) for i in range(runs)]
         confined, unconfined = await shell_call_cost(tmp)
 
         floor_start = med([t.start_s for t in floors])
@@ -220,7 +221,10 @@ async def main(runs: int, gui_runs: int, restart_runs: int) -> None:
                 )
             )
     figure_table(rows, "Errand")
-    print(f"\n(medians of {runs} runs; desktop {gui_runs}, restart {restart_runs})")
+    print(
+        f"\n(medians of {runs} runs of a turn of {calls} shell calls; "
+        f"desktop {gui_runs}, restart {restart_runs})"
+    )
 
 
 if __name__ == "__main__":
@@ -228,5 +232,8 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--gui-runs", type=int, default=5)
     parser.add_argument("--restart-runs", type=int, default=3)
+    parser.add_argument("--tool-calls", type=int, default=TOOL_CALLS, help="shell calls in the measured turn")
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.gui_runs, args.restart_runs))
+    if args.tool_calls < 2:
+        parser.error("--tool-calls must be at least 2 (the later gaps are the ones after the first)")
+    asyncio.run(main(args.runs, args.gui_runs, args.restart_runs, args.tool_calls))
