@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from core.clock import FakeClock
 from core.host import Host
@@ -255,3 +256,41 @@ async def test_a_scheduled_run_that_waits_for_a_slot_past_its_grace_is_skipped(
     assert [(e["cause"], e["outcome"], e["reason"]) for e in log] == [("schedule", "skipped", "late")]
     assert log[0]["line"] == "Skipped: no free slot in time"
     assert script.requests.get(WHO, []) == []  # it never asked the model
+
+
+async def test_a_failure_after_a_firing_is_stored_does_not_keep_the_scheduler_from_the_next_one(
+    rules_host: Host,
+    client: httpx.AsyncClient,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    rule = await create(client, kind="remind", title="Meeting", instruction="下午 3 点开会")
+    real_flush = rules_host.outbox.flush
+    broken = True
+
+    async def flush() -> None:
+        if broken:
+            raise RuntimeError("the outbox is unavailable")
+        await real_flush()
+
+    monkeypatch.setattr(rules_host.outbox, "flush", flush)
+    clock.advance(rule["nextRunAt"] - clock.time() + 1)
+    first = await wait_ended(rules_host, client, rule["id"])
+    assert [(e["cause"], e["outcome"]) for e in first] == [("schedule", "done")]
+    assert "after scheduled firings" in caplog.text
+
+    # The firing was stored with its next run, and the scheduler set its timer for it.
+    broken = False
+    after = (await client.get(f"/api/rules/{rule['id']}")).json()
+    assert after["nextRunAt"] == rule["nextRunAt"] + 24 * 3600
+    clock.advance(24 * 3600)
+    both = await wait_ended(rules_host, client, rule["id"], count=2)
+    assert [e["cause"] for e in both] == ["schedule", "schedule"]
+
+    # The first reminder was held while the outbox failed; both reach the person (held ones go together).
+    async def said_twice() -> bool:
+        texts = [m["text"] for m in await messages(client, rule["conversationId"])]
+        return sum(t.count("下午 3 点开会") for t in texts) == 2
+
+    await wait_until(rules_host.bus, said_twice, what="both reminders in the conversation")
