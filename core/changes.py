@@ -16,6 +16,13 @@ class BotsChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class McpServersChanged:
+    """A bot's MCP servers were saved, or one of them started, stopped, failed or changed its tools."""
+
+    bot_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class MessagesChanged:
     """A message was stored or updated in this conversation."""
 

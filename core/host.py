@@ -70,6 +70,7 @@ from core.tasks.tools import chat_task_tools
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
+    from core.mcp.service import McpService
 
 log = logging.getLogger(__name__)
 MAX_GATHER_S = 3600.0
@@ -268,6 +269,7 @@ class Host:
             self.bots, BotActivityReader(self.tasks, self.attention, self.chat, self.bots)
         )
         self._runtime: AgentRuntime | None = None
+        self._mcp: McpService | None = None
         # Retention (docs/retention.md): archive idle tasks, prune old run logs, clean up idle folders.
         self.retention = RetentionSweeper(
             self.db,
@@ -298,6 +300,12 @@ class Host:
             raise RuntimeError("the host has not started")
         return self._runtime
 
+    @property
+    def mcp(self) -> McpService:
+        if self._mcp is None:
+            raise RuntimeError("the host has not started")
+        return self._mcp
+
     async def start(self) -> None:
         # Built off the loop while the store opens (its file work lets it run): the TLS context model
         # clients share (~70 ms), ready before the first turn. The price catalogue waits for a first run.
@@ -309,8 +317,19 @@ class Host:
             await self.prices.load()
             # The runtime and its tools import in a worker thread: the UI loop stays free meanwhile.
             runtime_module = await asyncio.to_thread(importlib.import_module, "core.agent.runtime")
+            mcp_module = await asyncio.to_thread(importlib.import_module, "core.mcp.service")
         finally:
             await warm
+        # A bot's MCP servers start when one of its sessions opens, not here (docs/outside-tools.md).
+        self._mcp = mcp_module.McpService(
+            self.db,
+            self.secrets,
+            self.clock,
+            self.bus,
+            logs_dir=self.data_dir / "logs",
+            workspace_of=self.bots.workspace_of,
+            require_bot=self.bots.get,
+        )
         self._runtime = runtime_module.AgentRuntime(
             sessions_dir=self.data_dir / "sessions",
             clock=self.clock,
@@ -318,6 +337,7 @@ class Host:
             web_transport=self._web_transport,
             logs_dir=self.data_dir / "logs" / "jobs",
             approvals=self.approvals,
+            outside_tools=self._mcp,
         )
         default = await self.bots.ensure_default()
         # The sandbox probe runs a process once per app run; do it here, off the loop, not in a first turn.
@@ -424,6 +444,8 @@ class Host:
             await self._runtime.close()
             await self.chat.stop()
             self._runtime = None
+        if self._mcp is not None:
+            await self._mcp.close()  # after the sessions: no call is left waiting on a server
         await self.outbox.close()  # replies the last turns stored
         await self.channel_sends.close()
         await self.feishu_apps.close()

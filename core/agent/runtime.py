@@ -22,7 +22,7 @@ from core.agent.model_config import ModelConfig
 from core.agent.sandbox import PathGuard, Permission, ShellSandbox
 from core.agent.session import AgentSession
 from core.agent.session_spec import SessionSpec
-from core.agent.tool_api import ApprovalGate, ToolContext, ToolSpec
+from core.agent.tool_api import ApprovalGate, OutsideToolSource, ToolContext, ToolSpec
 from core.agent.tools.common import common_tools
 from core.bus import EventBus
 from core.clock import Clock
@@ -40,6 +40,7 @@ class AgentRuntime:
         web_transport: httpx.AsyncBaseTransport | None = None,
         logs_dir: Path | None = None,
         approvals: ApprovalGate | None = None,
+        outside_tools: OutsideToolSource | None = None,
     ) -> None:
         self.clock = clock
         self.events = EventBus()
@@ -56,6 +57,8 @@ class AgentRuntime:
         self._guards: dict[Permission, PathGuard] = {}
         # Where calls that need a person wait (the host's ApprovalCenter); None: such calls are refused.
         self.approvals = approvals
+        # Where each session's tools from outside come from (the bot's MCP servers); None: there are none.
+        self._outside_tools = outside_tools
 
     # ---- events -------------------------------------------------------------------------------------
 
@@ -88,7 +91,8 @@ class AgentRuntime:
                     SessionMeta(spec.session_id, spec.kind, spec.bot_id, str(spec.cwd), self.clock.time())
                 )
             await asyncio.to_thread(spec.cwd.mkdir, parents=True, exist_ok=True)
-            session = AgentSession(spec, self, history)
+            outside = await self._outside_tools.for_session(spec) if self._outside_tools is not None else None
+            session = AgentSession(spec, self, history, outside)
             self._sessions[spec.session_id] = session
             future.set_result(session)
             return session

@@ -34,7 +34,7 @@ from core.agent.model_client import ModelCallError
 from core.agent.model_config import ModelConfig
 from core.agent.prompt import system_prompt
 from core.agent.session_spec import SessionSpec
-from core.agent.tool_api import ToolContext, ToolError, ToolSpec
+from core.agent.tool_api import OutsideTools, ToolContext, ToolError, ToolSpec
 from core.agent.turn_tail import InputTail, input_ids_of, tail_of
 from core.agent.wire_format import EncodedHistory
 from core.translations import LANGUAGES
@@ -85,8 +85,17 @@ def _dangling_calls(history: list[ModelMessage]) -> list[ToolCall]:
 
 
 class AgentSession:
-    def __init__(self, spec: SessionSpec, runtime: AgentRuntime, history: list[ModelMessage]) -> None:
+    def __init__(
+        self,
+        spec: SessionSpec,
+        runtime: AgentRuntime,
+        history: list[ModelMessage],
+        outside: OutsideTools | None = None,
+    ) -> None:
         self.spec = spec
+        # Tools from outside (MCP servers) come and go: read again before a request when their version moved.
+        self._outside = outside
+        self._outside_version = outside.version() if outside is not None else None
         self._runtime = runtime
         self.history: list[ModelMessage] = history
         self._inbox: deque[_Input] = deque()
@@ -105,12 +114,9 @@ class AgentSession:
         self._idle.set()
         self._closed = False
         self._refusal = ""
-        self._tools: dict[str, ToolSpec] = self._select_tools()
-        # Built once: a JSON schema per tool costs ~1 ms, too much to redo at every step.
-        self._tool_definitions = [
-            ToolDefinition(name=t.name, description=t.description, parameters=t.json_schema())
-            for t in self._tools.values()
-        ]
+        self._tools: dict[str, ToolSpec] = {}
+        self._tool_definitions: list[ToolDefinition] = []
+        self._build_tools()
         # The history as the running turn's requests sent it: each step encodes only what it added.
         self._encoded = EncodedHistory()
 
@@ -225,7 +231,9 @@ class AgentSession:
 
     # ---- the loop ----------------------------------------------------------------------------------
 
-    def _select_tools(self) -> dict[str, ToolSpec]:
+    def _build_tools(self) -> None:
+        """The tools offered to the model, and their definitions: built when the session opens and again only
+        when its outside tools change (a JSON schema per tool costs ~1 ms, too much to redo at every step)."""
         tools: dict[str, ToolSpec] = {}
         for tool in [*self._runtime.common_tools, *self.spec.extra_tools]:
             if self.spec.kind not in tool.kinds:
@@ -233,7 +241,26 @@ class AgentSession:
             if self.spec.allowed_tools is not None and tool.name not in self.spec.allowed_tools:
                 continue
             tools[tool.name] = tool
-        return tools
+        if self._outside is not None:
+            # Their source already chose them for this session (an observing run gets read-only ones).
+            for tool in self._outside.tools():
+                tools.setdefault(tool.name, tool)
+        self._tools = tools
+        self._tool_definitions = [
+            ToolDefinition(name=t.name, description=t.description, parameters=t.json_schema())
+            for t in tools.values()
+        ]
+
+    async def _follow_outside_tools(self, step: int) -> None:
+        outside = self._outside
+        if outside is None:
+            return
+        if step == 1:
+            await outside.settle(self._runtime.clock.monotonic())
+        version = outside.version()
+        if version != self._outside_version:
+            self._outside_version = version
+            self._build_tools()
 
     def _emit(self, event: ev.AgentEvent) -> None:
         self._runtime.emit(event)
@@ -403,6 +430,7 @@ class AgentSession:
             ]
 
     async def _ask_model(self, turn_id: str, step: int, partial_text: list[str]) -> ModelResponse:
+        await self._follow_outside_tools(step)
         clock = self._runtime.clock
         client = self._runtime.model_client(self.spec.model)
         self._emit(ev.ModelRequestStarted(self.session_id, turn_id, step))

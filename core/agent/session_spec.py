@@ -25,4 +25,6 @@ class SessionSpec:
     # None means every tool this session kind may have; otherwise the names the model is offered.
     allowed_tools: frozenset[str] | None = None
     extra_tools: tuple[ToolSpec, ...] = ()
+    # A rule run that only looks (observe mode): tools from outside that could change something are left out.
+    observing: bool = False
     retry: RetryPolicy = DEFAULT_RETRY

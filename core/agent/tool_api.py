@@ -9,7 +9,7 @@ raising `ToolError`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -23,6 +23,7 @@ from pydantic._internal import _dataclasses as _pydantic_dataclasses  # noqa: F4
 if TYPE_CHECKING:
     from core.agent.jobs import JobManager
     from core.agent.sandbox import PathGuard, ShellSandbox
+    from core.agent.session_spec import SessionSpec
     from core.clock import Clock
 
 SessionKind = Literal["chat", "task", "rule"]
@@ -63,11 +64,33 @@ class ToolSpec:
     args_model: type[BaseModel]
     handler: Handler
     kinds: frozenset[SessionKind] = frozenset({"chat", "task", "rule"})
+    # The schema itself, for a tool whose arguments another program defines (an MCP server's tool): then
+    # `args_model` accepts any object and the handler checks it against this.
+    parameters: dict[str, Any] | None = None
 
     def json_schema(self) -> dict[str, Any]:
         """The arguments' JSON schema, built once per model (~1 ms each, 13 tools at every session open).
         Shared: read it, never change it."""
+        if self.parameters is not None:
+            return self.parameters
         return _schema_of(self.args_model)
+
+
+class OutsideTools(Protocol):
+    """Tools that come from outside the runtime and change while a session lives (a bot's MCP servers:
+    docs/outside-tools.md). The session reads them again whenever `version` changes."""
+
+    def version(self) -> Hashable: ...
+
+    def tools(self) -> Sequence[ToolSpec]: ...
+
+    async def settle(self, now: float) -> None:
+        """Before a turn's first request: wait a little for tools that are about to come (monotonic `now`)."""
+        ...
+
+
+class OutsideToolSource(Protocol):
+    async def for_session(self, spec: SessionSpec) -> OutsideTools: ...
 
 
 @functools.cache

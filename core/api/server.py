@@ -17,6 +17,7 @@ from typing import Any
 from core.api import web
 from core.api.bot_settings import bot_update_from_json, connection_request_from_json
 from core.api.channel_routes import add_channel_routes
+from core.api.mcp_routes import add_mcp_routes
 from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
 from core.api.search_routes import add_search_routes
@@ -132,6 +133,7 @@ class ApiServer:
         r.add_get("/api/rules/{id}/export", self.export_rule)
         add_rule_routes(r, self._host)
         add_channel_routes(r, self._host)
+        add_mcp_routes(r, self._host)
         add_price_routes(r, self._host.prices)
         add_search_routes(r, self._host.search)
         r.add_get("/api/attention", self.list_attention)

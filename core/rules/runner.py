@@ -584,6 +584,7 @@ class RuleRunner(BackgroundRunner[RuleWork]):
             prompt_sections=(section,),
             allowed_tools=OBSERVE_TOOLS if observe else None,
             extra_tools=(self._report_tool(),),
+            observing=observe,
             retry=self._retry,
         )
         if observe and not self._runtime.shell_sandbox(spec).confines:

@@ -244,6 +244,10 @@ def _add_run_error_words(conn: Connection) -> None:
     add_column(conn, "runs", Column("error_words", String, nullable=False, server_default="{}"))
 
 
+def _create_mcp_servers(conn: Connection) -> None:
+    Base.metadata.create_all(conn, tables=[Base.metadata.tables["mcp_servers"]])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -277,7 +281,8 @@ MIGRATIONS: list[Migration] = [
     Migration(13, "messages.rule_id: a rule's message names the rule that sent it", _add_message_rule_id),
     Migration(14, "search_messages, search_tasks, search_rules: full-text search", _create_search_index),
     Migration(15, "runs.error_words: a failed run's reason in each language", _add_run_error_words),
-    # Append here: Migration(16, "...", _function_taking_a_connection),
+    Migration(16, "mcp_servers: a bot's MCP servers", _create_mcp_servers),
+    # Append here: Migration(17, "...", _function_taking_a_connection),
 ]
 
 

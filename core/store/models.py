@@ -341,6 +341,19 @@ class ChannelRow(Base):
     updated_at: Mapped[float]
 
 
+class McpServerRow(Base):
+    """One MCP server of a bot (migration 16): its settings as JSON, secrets named but kept in the keyring."""
+
+    __tablename__ = "mcp_servers"
+
+    bot_id: Mapped[str] = mapped_column(ForeignKey("bots.id"), primary_key=True)
+    name: Mapped[str] = mapped_column(primary_key=True)
+    position: Mapped[int]  # the order the person wrote them in
+    config: Mapped[str]
+    created_at: Mapped[float]
+    updated_at: Mapped[float]
+
+
 class InboundRow(Base):
     """A message that came in on a channel, stored before the platform's cursor moves past it. `key` is
     its dedupe key, so a redelivery is stored once, across restarts; `handled_at` is set once the chat

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -168,6 +169,45 @@ ROUTES: dict[tuple[str, str], Route] = {
             {"kind": "telegram", "token": "not a token"},
             {"kind": "telegram", "token": 12345},
             {"kind": "telegram", "token": "123456:AAH-abcdefghijklmnopqrstuvwxyz0123", "appId": "x"},
+        ],
+    ),
+    ("GET", "/api/bots/{id}/mcp"): Route(params={"id": "bot"}),
+    ("PUT", "/api/bots/{id}/mcp"): Route(
+        params={"id": "bot"},
+        body=lambda s: {
+            "mcpServers": {
+                "fake": {
+                    "command": sys.executable,
+                    "args": ["-m", "tests.fakes.mcp_server"],
+                    "env": {"FAKE_TOKEN": "t"},
+                    "permission": "allow",
+                    "readOnly": False,
+                    "timeout": 30,
+                    "disabled": True,  # saved and shown, never started by the sweep's chat turns
+                }
+            }
+        },
+        fields=(
+            Field(("mcpServers",), "obj", required=True),
+            Field(("mcpServers", "fake"), "obj"),  # without it: no servers, which is valid
+            Field(("mcpServers", "fake", "command"), "str", required=True),
+            Field(("mcpServers", "fake", "args"), "list"),
+            Field(("mcpServers", "fake", "env"), "obj"),
+            Field(("mcpServers", "fake", "env", "FAKE_TOKEN"), "str"),
+            Field(("mcpServers", "fake", "permission"), "str"),
+            Field(("mcpServers", "fake", "readOnly"), "bool"),
+            Field(("mcpServers", "fake", "timeout"), "num"),
+            Field(("mcpServers", "fake", "disabled"), "bool"),
+        ),
+        strict=True,
+        more_bad=lambda s: [
+            {"mcpServers": {"fake": {}}},
+            {"mcpServers": {"fake": {"url": "ftp://example.com"}}},
+            {"mcpServers": {"fake": {"command": "x", "url": "http://127.0.0.1/"}}},
+            {"mcpServers": {"bad name": {"command": "x"}}},
+            {"mcpServers": {"fake": {"command": "x", "env": {"NEW": "********"}}}},
+            {"mcpServers": {"fake": {"command": "x", "timeout": 0}}},
+            {"mcpServers": {"fake": {"type": "sse", "url": "http://127.0.0.1/"}}},
         ],
     ),
     ("POST", "/api/channels/check-app"): Route(
