@@ -290,7 +290,7 @@ async def test_a_failure_after_a_firing_is_stored_does_not_keep_the_scheduler_fr
 
     # The first reminder was held while the outbox failed; both reach the person (held ones go together).
     async def said_twice() -> bool:
-        texts = [m["text"] for m in await messages(client, rule["conversationId"])]
+        texts: list[str] = [m["text"] for m in await messages(client, rule["conversationId"])]
         return sum(t.count("下午 3 点开会") for t in texts) == 2
 
     await wait_until(rules_host.bus, said_twice, what="both reminders in the conversation")
