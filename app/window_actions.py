@@ -94,6 +94,8 @@ class WindowActions:
                 reserve_line=reserve,
                 channels=self._host.channels,
                 channel_changed=self._bridge.channelChanged,
+                mcp=self._host.mcp if self._host.started.is_set() else None,  # its servers load at start
+                mcp_changed=self._bridge.mcpChanged,
             )
             self._show(dialog)
             self._calls.start(dialog.load())

@@ -7,6 +7,8 @@ first-run-<scheme>-<lang>.png (the card with the presets, a local Ollama among t
 first-run-failed-<scheme>-<lang>.png (a failed 测试连接 and a missing key),
 bot-settings-<scheme>-<lang>.png (a configured bot: stored key, quiet hours, a passed connection test),
 bot-settings-refused-<scheme>-<lang>.png (a refused field under its row, quiet hours off, paused),
+mcp-settings-<scheme>-<lang>.png (the 工具服务器 section: running, starting, and failed with stderr lines),
+mcp-editor-<scheme>-<lang>.png (the mcpServers JSON with a refusal under it),
 app-settings-<scheme>-<lang>.png (language changed, so 「重启后生效」 shows) and
 new-task-<scheme>-<lang>.png (two bots, a refusal under the form).
 """
@@ -23,8 +25,10 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from bench.render_runner import render_main, settle
 from core.bots.views import ConnectionCheck, ModelPreset
+from core.bus import EventBus
 from core.errors import ConflictError, InvalidInputError
 from tests.fakes.fake_bots import FakeBotFacade
+from tests.fakes.fake_mcp import FakeMcp
 from ui import i18n, theme
 from ui.app_settings import AppSettingsDialog
 from ui.bot_settings import BotSettingsDialog
@@ -94,6 +98,8 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     bots.update_error = None
     dialog.reject()
 
+    paths += await render_mcp(bots, bot.id, out_dir, scheme, lang)
+
     prefs = AppSettingsDialog(bots, lambda _on: None, app)
     prefs.show()
     await prefs.load()
@@ -120,6 +126,44 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     await settle()
     paths.append(grab(new_task, out_dir, "new-task", scheme, lang))
     new_task.reject()
+    return paths
+
+
+MCP_CONFIG = (
+    '{"mcpServers": {"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem",'
+    ' "/home/me/notes"]}, "github": {"command": "docker", "args": ["run", "-i", "--rm",'
+    ' "ghcr.io/github/github-mcp-server"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x"}},'
+    ' "search": {"url": "https://mcp.example.com/mcp", "readOnly": true, "permission": "allow"}}}'
+)
+
+
+async def render_mcp(bots: FakeBotFacade, bot_id: str, out_dir: Path, scheme: str, lang: str) -> list[Path]:
+    mcp = FakeMcp(EventBus(), bot_id)
+    await mcp.replace_text(bot_id, MCP_CONFIG)
+    mcp.set_state("files", "running", tools=14)
+    mcp.set_state("search", "starting")
+    mcp.set_state(
+        "github",
+        "failed",
+        "it exited while starting; starting again in 4 s",
+        ("Error: GITHUB_PERSONAL_ACCESS_TOKEN not set", "  at main (index.js:12)"),
+    )
+    dialog = BotSettingsDialog(bots, bot_id, mcp=mcp)
+    dialog.resize(600, 1240)
+    dialog.show()
+    await dialog.load()
+    await settle()
+    paths = [grab(dialog, out_dir, "mcp-settings", scheme, lang)]
+    section = dialog.mcp_section
+    assert section is not None
+    editor = section.open_editor()
+    assert editor is not None
+    editor.editor.setPlainText(editor.editor.toPlainText().replace('"command": "npx"', '"comand": "npx"'))
+    editor.save()
+    await settle()
+    paths.append(grab(editor, out_dir, "mcp-editor", scheme, lang))
+    editor.reject()
+    dialog.reject()
     return paths
 
 

@@ -6,6 +6,7 @@ labels above, state as a dot plus text):
     权限        只读 / 工作区可写 / 完全, each with one line of what it means
     后台工作    同时进行 · 安静时段 · 暂停后台工作 · 预算保护 (read only, when the reserve has a line)
     渠道        the bot's channels with 重新扫码 / 移除, and 连接微信 (ui.channel_settings; acts at once)
+    工具服务器  its MCP servers with their state, and 编辑配置… (ui.mcp_settings; saves on its own)
 
 Save sends only what changed, through `BotFacade.update`, which checks every field before it writes
 anything: a refused field is said under that field and the dialog stays open with everything typed; a
@@ -42,6 +43,7 @@ from core.bots.facade import BotFacade
 from core.bots.views import BotUpdate, BotView, ConnectionCheck, ModelPreset
 from core.channels.facade import ChannelFacade
 from core.errors import InvalidInputError, UnavailableError
+from core.mcp.facade import McpFacade
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
@@ -60,6 +62,7 @@ from ui.form import (
     small_label,
 )
 from ui.i18n import language, t
+from ui.mcp_settings import McpSection
 from ui.status_dot import StatusDot
 from ui.wrapped_label import WrappedLabel
 
@@ -120,10 +123,13 @@ class BotSettingsDialog(QDialog):
         reserve_line: str = "",
         channels: ChannelFacade | None = None,
         channel_changed: SignalInstance | None = None,
+        mcp: McpFacade | None = None,
+        mcp_changed: SignalInstance | None = None,
     ) -> None:
         """`reserve_line` is the chat reserve's sentence for this bot (`ReserveWatcher.line`); its row is
         shown only when there is one. With `channels`, a 渠道 section lists the bot's channels
-        (`ui.channel_settings`); `channel_changed` is the bridge's `channelChanged`."""
+        (`ui.channel_settings`); `channel_changed` is the bridge's `channelChanged`. With `mcp`, a 工具服务器
+        section lists its MCP servers (`ui.mcp_settings`), following the bridge's `mcpChanged`."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("settings.bot.title"))
@@ -151,13 +157,28 @@ class BotSettingsDialog(QDialog):
         column.addWidget(self._build_model_section(page))
         column.addWidget(self._build_permission_section(page))
         column.addWidget(self._build_background_section(page))
+        # Sections that act at once rather than on Save.
         self.channel_section: ChannelSection | None = None
         if channels is not None:
             self.channel_section = ChannelSection(channels, bot_id, page, channel_changed)
-            column.addWidget(self.channel_section)
+        self.mcp_section: McpSection | None = McpSection(mcp, bot_id, page, mcp_changed) if mcp else None
+        for live in (self.channel_section, self.mcp_section):
+            if live is not None:
+                column.addWidget(live)
         column.addStretch(1)
         scroll.setWidget(page)
 
+        footer = self._build_footer()
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        outer.addWidget(scroll, 1)
+        outer.addWidget(footer)
+
+    # -- building --------------------------------------------------------------------------------------
+
+    def _build_footer(self) -> QWidget:
         self.error = small_label("", "danger", "settingsFormError", self)
         self.cancel_button = button(t("settings.cancel"), self)
         self.cancel_button.clicked.connect(self.reject)
@@ -170,14 +191,7 @@ class BotSettingsDialog(QDialog):
         foot = dialog_footer(self.error, self.cancel_button, self.save_button)
         foot.setContentsMargins(24, 10, 24, 14)
         footer.setLayout(foot)
-
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.setSpacing(0)
-        outer.addWidget(scroll, 1)
-        outer.addWidget(footer)
-
-    # -- building --------------------------------------------------------------------------------------
+        return footer
 
     def _build_bot_section(self, page: QWidget) -> Section:
         section = Section(t("settings.section.bot"), page)
@@ -377,6 +391,8 @@ class BotSettingsDialog(QDialog):
         self._fill(bot)
         if self.channel_section is not None:
             self.channel_section.load()
+        if self.mcp_section is not None:
+            self.mcp_section.load()
         try:
             presets = await self._bots.model_presets(lang=language())
         except Exception as exc:
@@ -624,3 +640,5 @@ class BotSettingsDialog(QDialog):
         self._calls.cancel_all()
         if self.channel_section is not None:
             self.channel_section.shutdown()
+        if self.mcp_section is not None:
+            self.mcp_section.shutdown()

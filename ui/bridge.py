@@ -17,6 +17,7 @@ from core.changes import (
     ChannelChanged,
     ConversationsChanged,
     LiveReplyChanged,
+    McpServersChanged,
     MessagesChanged,
     PricesChanged,
     RuleChanged,
@@ -83,6 +84,8 @@ class EventBridge(QObject):
     # A chat channel was added or removed, or its status or login moved on (channel id). Not folded: a
     # login's steps are few and the person is watching the dialog for each.
     channelChanged = Signal(str)
+    # A bot's MCP servers were saved, or one started, stopped or failed (bot id).
+    mcpChanged = Signal(str)
 
     def __init__(
         self,
@@ -125,6 +128,8 @@ class EventBridge(QObject):
             self._attention.add("")  # a rule paused, resumed or ready to act is a needs-you row
         elif isinstance(event, AttentionChanged):
             self._attention.add("")
+        elif isinstance(event, McpServersChanged):
+            self.mcpChanged.emit(event.bot_id)
         elif isinstance(event, ChannelChanged):
             self.channelChanged.emit(event.channel_id)
             self._attention.add("")  # a login that expired is a needs-you row

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from core.api import web
 from core.api.validation import json_object
+from core.mcp.views import McpView
 
 if TYPE_CHECKING:
     from core.host import Host
-    from core.mcp.service import McpView  # imported with the runtime, off the loop: not at start-up
 
 
 def mcp_json(view: McpView) -> dict[str, Any]:

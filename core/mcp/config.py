@@ -108,8 +108,8 @@ def secret_name(bot_id: str, server: str, kind: Literal["env", "header"], key: s
     return f"mcp/{bot_id}/{server}/{kind}/{key}"
 
 
-def parse_servers_text(text: str) -> list[McpServerConfig]:
-    """Pasted text: `{"mcpServers": {...}}`, or the inner object alone."""
+def servers_body(text: str) -> dict[str, Any]:
+    """Pasted text as a body to save: `{"mcpServers": {...}}`, or the inner object alone (wrapped)."""
     if len(text) > MAX_CONFIG_CHARS:
         raise InvalidInputError("mcpServers", f"is over {MAX_CONFIG_CHARS:,} characters")
     try:
@@ -122,7 +122,11 @@ def parse_servers_text(text: str) -> list[McpServerConfig]:
         ) from None
     if not isinstance(value, dict):
         raise InvalidInputError("mcpServers", 'must be a JSON object like {"mcpServers": {...}}')
-    return parse_servers(value)
+    return value if "mcpServers" in value else {"mcpServers": value}
+
+
+def parse_servers_text(text: str) -> list[McpServerConfig]:
+    return parse_servers(servers_body(text))
 
 
 def parse_servers(body: Mapping[str, Any]) -> list[McpServerConfig]:

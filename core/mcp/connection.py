@@ -21,9 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from core.mcp.config import McpServerConfig
+from core.mcp.views import ServerState, ServerStatus
 from core.version import __version__
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ServerState = Literal["stopped", "starting", "running", "failed"]
 MAX_ATTEMPTS = 6  # 1 + 2 + 4 + 8 + 16 s of pauses: a server that cannot start is given up on within a minute
 _MAX_PAUSE_S = 60.0
 _STEADY_S = 60.0  # a server that ran this long before it stopped starts again at the shortest pause
@@ -57,16 +57,6 @@ class McpTool:
     description: str
     input_schema: Mapping[str, Any]
     read_only_hint: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStatus:
-    name: str
-    state: ServerState
-    reason: str  # failed: why; starting again: why it stopped and when it is tried again
-    stderr_tail: tuple[str, ...]
-    tools: tuple[str, ...]
-    attempts: int
 
 
 @dataclass(frozen=True, slots=True)

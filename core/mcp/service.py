@@ -9,16 +9,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.bots.secret_store import SecretStore, SecretStoreUnavailableError
 from core.changes import McpServersChanged
 from core.errors import InvalidInputError, UnavailableError
-from core.mcp.config import KEPT_SECRET, McpServerConfig, config_json, from_stored, parse_servers, secret_name
-from core.mcp.connection import McpConnection, ServerStatus
+from core.mcp.config import (
+    KEPT_SECRET,
+    McpServerConfig,
+    config_json,
+    from_stored,
+    parse_servers,
+    secret_name,
+    servers_body,
+)
+from core.mcp.connection import McpConnection
 from core.mcp.toolset import BotServers, BotToolset
+from core.mcp.views import McpView
 from core.store import mcp_servers as rows
 
 if TYPE_CHECKING:
@@ -28,13 +36,6 @@ if TYPE_CHECKING:
     from core.store.database import Database
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class McpView:
-    bot_id: str
-    config: dict[str, Any]  # {"mcpServers": {...}} with secrets as KEPT_SECRET
-    servers: tuple[ServerStatus, ...]
 
 
 class McpService:
@@ -102,6 +103,10 @@ class McpService:
             await servers.reconcile(configs)
         self._bus.publish(McpServersChanged(bot_id))
         return await self.view(bot_id)
+
+    async def replace_text(self, bot_id: str, text: str) -> McpView:
+        """What a person pasted in settings: `{"mcpServers": {...}}`, or the inner object alone."""
+        return await self.replace(bot_id, servers_body(text))
 
     async def _check_kept_secrets(
         self, bot_id: str, configs: list[McpServerConfig], before: Mapping[str, McpServerConfig]
