@@ -16,6 +16,14 @@ class BotsChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class SkillsChanged:
+    """A skill was added or removed through the app (one a person drops into a folder is seen at a bot's
+    next turn, and announced then). `bot_id` None: a shared skill, so every bot's list."""
+
+    bot_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class McpServersChanged:
     """A bot's MCP servers were saved, or one of them started, stopped, failed or changed its tools."""
 

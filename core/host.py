@@ -19,6 +19,7 @@ import httpx
 
 from core.agent.http_warmup import warm_up
 from core.agent.model_config import ModelConfig, RetryPolicy
+from core.agent.outside_sources import CombinedSource
 from core.agent.tool_api import ToolSpec
 from core.attention.approval_center import ApprovalCenter
 from core.attention.chat_tools import ask_user_question_tool
@@ -71,6 +72,7 @@ from core.tasks.tools import chat_task_tools
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
     from core.mcp.service import McpService
+    from core.skills.service import SkillsService
 
 log = logging.getLogger(__name__)
 MAX_GATHER_S = 3600.0
@@ -270,6 +272,7 @@ class Host:
         )
         self._runtime: AgentRuntime | None = None
         self._mcp: McpService | None = None
+        self._skills: SkillsService | None = None
         # Retention (docs/retention.md): archive idle tasks, prune old run logs, clean up idle folders.
         self.retention = RetentionSweeper(
             self.db,
@@ -306,6 +309,12 @@ class Host:
             raise RuntimeError("the host has not started")
         return self._mcp
 
+    @property
+    def skills(self) -> SkillsService:
+        if self._skills is None:
+            raise RuntimeError("the host has not started")
+        return self._skills
+
     async def start(self) -> None:
         # Built off the loop while the store opens (its file work lets it run): the TLS context model
         # clients share (~70 ms), ready before the first turn. The price catalogue waits for a first run.
@@ -318,6 +327,7 @@ class Host:
             # The runtime and its tools import in a worker thread: the UI loop stays free meanwhile.
             runtime_module = await asyncio.to_thread(importlib.import_module, "core.agent.runtime")
             mcp_module = await asyncio.to_thread(importlib.import_module, "core.mcp.service")
+            skills_module = await asyncio.to_thread(importlib.import_module, "core.skills.service")
         finally:
             await warm
         # A bot's MCP servers start when one of its sessions opens, not here (docs/outside-tools.md).
@@ -330,6 +340,14 @@ class Host:
             workspace_of=self.bots.workspace_of,
             require_bot=self.bots.get,
         )
+        # Skills are read from disk at each turn (docs/skills.md): a folder dropped there needs no restart.
+        self._skills = skills_module.SkillsService(
+            shared_dir=self.data_dir / "skills",
+            bots_dir=self.data_dir / "bots",
+            require_bot=self.bots.get,
+            bus=self.bus,
+        )
+        await self._skills.clean_leftovers()
         self._runtime = runtime_module.AgentRuntime(
             sessions_dir=self.data_dir / "sessions",
             clock=self.clock,
@@ -337,7 +355,7 @@ class Host:
             web_transport=self._web_transport,
             logs_dir=self.data_dir / "logs" / "jobs",
             approvals=self.approvals,
-            outside_tools=self._mcp,
+            outside_tools=CombinedSource([self._mcp, self._skills]),
         )
         default = await self.bots.ensure_default()
         # The sandbox probe runs a process once per app run; do it here, off the loop, not in a first turn.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from core.agent.session_spec import SessionSpec
@@ -13,12 +14,14 @@ when you need something only the user has, or when a step cannot be undone.
 Reply in the language the user writes in. Be concise."""
 
 
-def system_prompt(spec: SessionSpec, now: datetime, sandbox_note: str) -> str:
+def system_prompt(spec: SessionSpec, now: datetime, sandbox_note: str, outside: Sequence[str] = ()) -> str:
+    """`outside`: what the bot's tools from outside add (the list of its skills)."""
     sections = [
         _BASE,
         f"Working directory: {spec.cwd}",
         f"Current time: {now.astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
         f"Sandbox: {sandbox_note}",
         *spec.prompt_sections,
+        *outside,
     ]
     return "\n\n".join(s for s in sections if s)

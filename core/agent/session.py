@@ -251,12 +251,10 @@ class AgentSession:
             for t in tools.values()
         ]
 
-    async def _follow_outside_tools(self, step: int) -> None:
+    def _follow_outside_tools(self) -> None:
         outside = self._outside
         if outside is None:
             return
-        if step == 1:
-            await outside.settle(self._runtime.clock.monotonic())
         version = outside.version()
         if version != self._outside_version:
             self._outside_version = version
@@ -312,18 +310,22 @@ class AgentSession:
         turn = _TurnState(turn_id=f"u_{secrets.token_hex(6)}")
         self._emit(ev.TurnStarted(self.session_id, turn.turn_id))
         resumed = first.resumed
-        parts: list[RequestPart] = []
-        if resumed is not None:
-            # Its inputs are announced again, so whoever waits for their answer follows this turn.
-            inputs = [_Input(i, first.text) for i in input_ids_of(resumed)]
-        else:
-            inputs = [first, *self._drain_steers()]
-            parts = [*self._carry, *(UserText(i.text) for i in inputs)]
-            self._carry = []
         outcome: ev.TurnOutcome = "done"
         error = ""
         error_words: dict[str, str] = {}
         try:
+            if self._outside is not None:
+                # Before the first request is built: servers that are starting get a moment, skills are
+                # read again from disk. Nothing of the turn is taken yet, so a stop here loses nothing.
+                await self._outside.settle(self._runtime.clock.monotonic())
+            parts: list[RequestPart] = []
+            if resumed is not None:
+                # Its inputs are announced again, so whoever waits for their answer follows this turn.
+                inputs = [_Input(i, first.text) for i in input_ids_of(resumed)]
+            else:
+                inputs = [first, *self._drain_steers()]
+                parts = [*self._carry, *(UserText(i.text) for i in inputs)]
+                self._carry = []
             while True:
                 response = await self._step(turn, parts, inputs, resumed=resumed)
                 resumed = None
@@ -367,11 +369,16 @@ class AgentSession:
         during the model call leaves the input in the history (owed an answer), never taken into nothing.
         `resumed` is a request already in the history whose answer a crash lost: it is asked again as is."""
         turn.step += 1
+        # No await from here to `in_flight`: what the request carries must not be lost to a stop.
+        self._follow_outside_tools()  # its tools and system prompt say what the outside tools are now
         if resumed is None:
             request = ModelRequest(
                 parts=tuple(parts),
                 instructions=system_prompt(
-                    self.spec, self._runtime.clock.now(), self._runtime.sandbox_note(self.spec)
+                    self.spec,
+                    self._runtime.clock.now(),
+                    self._runtime.sandbox_note(self.spec),
+                    self._outside.prompt_sections() if self._outside is not None else (),
                 ),
                 input_ids=tuple(i.input_id for i in inputs),
             )
@@ -423,6 +430,8 @@ class AgentSession:
             if text:
                 with contextlib.suppress(Exception):
                     self._persist([ModelResponse(parts=(ReplyText(text),))])
+        elif turn.step == 0:
+            return  # stopped before its first request was built: the carry is still the session's
         else:
             self._carry = [
                 *turn.returns,
@@ -430,7 +439,6 @@ class AgentSession:
             ]
 
     async def _ask_model(self, turn_id: str, step: int, partial_text: list[str]) -> ModelResponse:
-        await self._follow_outside_tools(step)
         clock = self._runtime.clock
         client = self._runtime.model_client(self.spec.model)
         self._emit(ev.ModelRequestStarted(self.session_id, turn_id, step))

@@ -78,11 +78,16 @@ class ToolSpec:
 
 class OutsideTools(Protocol):
     """Tools that come from outside the runtime and change while a session lives (a bot's MCP servers:
-    docs/outside-tools.md). The session reads them again whenever `version` changes."""
+    docs/outside-tools.md; its skills: docs/skills.md). The session reads them again whenever `version`
+    changes."""
 
     def version(self) -> Hashable: ...
 
     def tools(self) -> Sequence[ToolSpec]: ...
+
+    def prompt_sections(self) -> Sequence[str]:
+        """What the system prompt says of them (read at every request: keep it cheap)."""
+        ...
 
     async def settle(self, now: float) -> None:
         """Before a turn's first request: wait a little for tools that are about to come (monotonic `now`)."""

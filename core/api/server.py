@@ -21,6 +21,7 @@ from core.api.mcp_routes import add_mcp_routes
 from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
 from core.api.search_routes import add_search_routes
+from core.api.skills_routes import add_skills_routes
 from core.api.validation import MAX_BODY, BodyTooLargeError, json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
 from core.changes import MessagesChanged
@@ -134,6 +135,7 @@ class ApiServer:
         add_rule_routes(r, self._host)
         add_channel_routes(r, self._host)
         add_mcp_routes(r, self._host)
+        add_skills_routes(r, self._host)
         add_price_routes(r, self._host.prices)
         add_search_routes(r, self._host.search)
         r.add_get("/api/attention", self.list_attention)

@@ -121,13 +121,14 @@ class Request:
     headers: Headers
     match_info: dict[str, str] = field(default_factory=dict)  # the route's `{name}` parts, decoded
     content_length: int | None = None
-    _body: Callable[[], Awaitable[bytes]] | None = None
+    _body: Callable[[int | None], Awaitable[bytes]] | None = None
 
-    async def read(self) -> bytes:
-        """The whole body (b"" without one); raises BodyTooLarge past the server's cap."""
+    async def read(self, cap: int | None = None) -> bytes:
+        """The whole body (b"" without one); raises BodyTooLarge past `cap`, or the server's cap without one
+        (a route that takes files sets a larger one)."""
         if self._body is None:
             return b""
-        return await self._body()
+        return await self._body(cap)
 
 
 class Response:
@@ -364,13 +365,14 @@ class _Connection:
         request._body = self._reader_for(request)
         return request
 
-    def _reader_for(self, request: Request) -> Callable[[], Awaitable[bytes]]:
+    def _reader_for(self, request: Request) -> Callable[[int | None], Awaitable[bytes]]:
         cached: list[bytes] = []
 
-        async def read() -> bytes:
+        async def read(cap: int | None) -> bytes:
             if cached:
                 return cached[0]
-            if request.content_length is not None and request.content_length > self._server._max_body:
+            limit = self._server._max_body if cap is None else cap
+            if request.content_length is not None and request.content_length > limit:
                 raise BodyTooLarge
             chunks: list[bytes] = []
             size = 0
@@ -378,7 +380,7 @@ class _Connection:
                 event = await self._next_event(idle_s=None)
                 if isinstance(event, h11.Data):
                     size += len(event.data)
-                    if size > self._server._max_body:
+                    if size > limit:
                         raise BodyTooLarge
                     chunks.append(bytes(event.data))
                 elif isinstance(event, h11.EndOfMessage):

@@ -94,6 +94,9 @@ class BotToolset:
         self.start_servers()  # servers added since the session opened start on its next request
         return [spec for c in self._usable() for spec in self._servers.tool_specs(c)]
 
+    def prompt_sections(self) -> Sequence[str]:
+        return ()  # each tool's description says what it is
+
     async def settle(self, now: float) -> None:
         """Wait for servers that began starting less than SETTLE_S ago (monotonic `now`), up to then."""
         waits = []

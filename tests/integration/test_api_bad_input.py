@@ -50,6 +50,7 @@ from tests.integration.host_fixtures import TOKEN, make_host, running_api
 from tests.integration.rule_api import DAILY_8, NOW
 from tests.integration.task_script import SessionScript, report
 from tests.serve_process import read_until_listening, serve_env, serve_process
+from tests.skill_folders import write_skill
 from tests.waiting import wait_until
 
 # ---- figures for the closing note ---------------------------------------------------------------------
@@ -98,6 +99,7 @@ class Seed:
     action: str = "answer"
     channel: str = ""
     group: str = ""
+    skill: str = "seed-skill"
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ UNKNOWN_IDS = {
     "item": "question:q_000000000000",
     "action": "launch",
     "channel": "ch_000000000000",
+    "skill": "no-such-skill",
 }
 
 ROUTES: dict[tuple[str, str], Route] = {
@@ -172,6 +175,12 @@ ROUTES: dict[tuple[str, str], Route] = {
         ],
     ),
     ("GET", "/api/bots/{id}/mcp"): Route(params={"id": "bot"}),
+    ("GET", "/api/bots/{id}/skills"): Route(params={"id": "bot"}),
+    # Its body is a zip, not JSON: swept as a command (bodies to an unknown bot, bad queries to the seeded).
+    ("POST", "/api/bots/{id}/skills"): Route(params={"id": "bot"}, command=True, query=("scope", "replace")),
+    ("DELETE", "/api/bots/{id}/skills/{name}"): Route(
+        params={"id": "bot", "name": "skill"}, command=True, query=("scope",)
+    ),
     ("PUT", "/api/bots/{id}/mcp"): Route(
         params={"id": "bot"},
         body=lambda s: {
@@ -1012,6 +1021,7 @@ class Sweep:
             channel_rows.ask_admission(s, channel, SEED_GROUP)  # a group it was added to
 
         await self.host.db.write(stored)
+        write_skill(self.host.data_dir / "bots" / bot / "skills", "seed-skill")
         return Seed(
             bot=bot,
             conversation=conversation,
