@@ -96,6 +96,8 @@ class WindowActions:
                 channel_changed=self._bridge.channelChanged,
                 mcp=self._host.mcp if self._host.started.is_set() else None,  # its servers load at start
                 mcp_changed=self._bridge.mcpChanged,
+                skills=self._host.skills if self._host.started.is_set() else None,
+                skills_changed=self._bridge.skillsChanged,
             )
             self._show(dialog)
             self._calls.start(dialog.load())

@@ -9,6 +9,8 @@ bot-settings-<scheme>-<lang>.png (a configured bot: stored key, quiet hours, a p
 bot-settings-refused-<scheme>-<lang>.png (a refused field under its row, quiet hours off, paused),
 mcp-settings-<scheme>-<lang>.png (the 工具服务器 section: running, starting, and failed with stderr lines),
 mcp-editor-<scheme>-<lang>.png (the mcpServers JSON with a refusal under it),
+skills-settings-<scheme>-<lang>.png (the 技能 section: a bot's own and a shared skill, a broken folder, and a
+taken name offering 替换),
 app-settings-<scheme>-<lang>.png (language changed, so 「重启后生效」 shows) and
 new-task-<scheme>-<lang>.png (two bots, a refusal under the form).
 """
@@ -16,6 +18,7 @@ new-task-<scheme>-<lang>.png (two bots, a refusal under the form).
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -27,8 +30,10 @@ from bench.render_runner import render_main, settle
 from core.bots.views import ConnectionCheck, ModelPreset
 from core.bus import EventBus
 from core.errors import ConflictError, InvalidInputError
+from core.skills.service import SkillsService
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_mcp import FakeMcp
+from tests.skill_folders import skill_zip, write_skill
 from ui import i18n, theme
 from ui.app_settings import AppSettingsDialog
 from ui.bot_settings import BotSettingsDialog
@@ -99,6 +104,7 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     dialog.reject()
 
     paths += await render_mcp(bots, bot.id, out_dir, scheme, lang)
+    paths += await render_skills(bots, bot.id, out_dir, scheme, lang)
 
     prefs = AppSettingsDialog(bots, lambda _on: None, app)
     prefs.show()
@@ -165,6 +171,54 @@ async def render_mcp(bots: FakeBotFacade, bot_id: str, out_dir: Path, scheme: st
     editor.reject()
     dialog.reject()
     return paths
+
+
+async def render_skills(
+    bots: FakeBotFacade, bot_id: str, out_dir: Path, scheme: str, lang: str
+) -> list[Path]:
+    zh = lang == "zh"
+    with tempfile.TemporaryDirectory() as data:
+        skills = SkillsService(
+            shared_dir=Path(data, "skills"), bots_dir=Path(data, "bots"), require_bot=bots.get, bus=EventBus()
+        )
+        write_skill(
+            Path(data, "skills"),
+            "house-style",
+            description="报告用公司模板：标题、摘要、三点结论。"
+            if zh
+            else "Reports use the company template.",
+        )
+        await skills.add_zip(
+            bot_id,
+            skill_zip(
+                "expense-form",
+                description="从收据填写报销单。用户发来收据或要报销时使用。"
+                if zh
+                else "Fill in the expense form from receipts. Use it when the user sends receipts.",
+            ),
+        )
+        _folder(Path(data, "skills", "notes"))  # not a skill: shown as a problem
+        dialog = BotSettingsDialog(bots, bot_id, skills=skills)
+        dialog.resize(600, 1480)
+        dialog.show()
+        await dialog.load()
+        await settle()
+        section = dialog.skills_section
+        assert section is not None
+        section.add_path(_file(Path(data, "expense-form.zip"), skill_zip("expense-form")))
+        await settle()
+        paths = [grab(dialog, out_dir, "skills-settings", scheme, lang)]
+        dialog.reject()
+    return paths
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+
+
+def _file(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ labels above, state as a dot plus text):
     后台工作    同时进行 · 安静时段 · 暂停后台工作 · 预算保护 (read only, when the reserve has a line)
     渠道        the bot's channels with 重新扫码 / 移除, and 连接微信 (ui.channel_settings; acts at once)
     工具服务器  its MCP servers with their state, and 编辑配置… (ui.mcp_settings; saves on its own)
+    技能        its skills and the folders that are not, 添加技能… and drops (ui.skill_settings; acts at once)
 
 Save sends only what changed, through `BotFacade.update`, which checks every field before it writes
 anything: a refused field is said under that field and the dialog stays open with everything typed; a
@@ -44,6 +45,7 @@ from core.bots.views import BotUpdate, BotView, ConnectionCheck, ModelPreset
 from core.channels.facade import ChannelFacade
 from core.errors import InvalidInputError, UnavailableError
 from core.mcp.facade import McpFacade
+from core.skills.facade import SkillsFacade
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
@@ -63,6 +65,7 @@ from ui.form import (
 )
 from ui.i18n import language, t
 from ui.mcp_settings import McpSection
+from ui.skill_settings import SkillsSection
 from ui.status_dot import StatusDot
 from ui.wrapped_label import WrappedLabel
 
@@ -125,11 +128,14 @@ class BotSettingsDialog(QDialog):
         channel_changed: SignalInstance | None = None,
         mcp: McpFacade | None = None,
         mcp_changed: SignalInstance | None = None,
+        skills: SkillsFacade | None = None,
+        skills_changed: SignalInstance | None = None,
     ) -> None:
         """`reserve_line` is the chat reserve's sentence for this bot (`ReserveWatcher.line`); its row is
         shown only when there is one. With `channels`, a 渠道 section lists the bot's channels
         (`ui.channel_settings`); `channel_changed` is the bridge's `channelChanged`. With `mcp`, a 工具服务器
-        section lists its MCP servers (`ui.mcp_settings`), following the bridge's `mcpChanged`."""
+        section lists its MCP servers (`ui.mcp_settings`), following the bridge's `mcpChanged`. With
+        `skills`, a 技能 section lists its skills (`ui.skill_settings`), following `skillsChanged`."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("settings.bot.title"))
@@ -162,7 +168,10 @@ class BotSettingsDialog(QDialog):
         if channels is not None:
             self.channel_section = ChannelSection(channels, bot_id, page, channel_changed)
         self.mcp_section: McpSection | None = McpSection(mcp, bot_id, page, mcp_changed) if mcp else None
-        for live in (self.channel_section, self.mcp_section):
+        self.skills_section: SkillsSection | None = (
+            SkillsSection(skills, bot_id, page, skills_changed) if skills else None
+        )
+        for live in (self.channel_section, self.mcp_section, self.skills_section):
             if live is not None:
                 column.addWidget(live)
         column.addStretch(1)
@@ -393,6 +402,8 @@ class BotSettingsDialog(QDialog):
             self.channel_section.load()
         if self.mcp_section is not None:
             self.mcp_section.load()
+        if self.skills_section is not None:
+            self.skills_section.load()
         try:
             presets = await self._bots.model_presets(lang=language())
         except Exception as exc:
@@ -642,3 +653,5 @@ class BotSettingsDialog(QDialog):
             self.channel_section.shutdown()
         if self.mcp_section is not None:
             self.mcp_section.shutdown()
+        if self.skills_section is not None:
+            self.skills_section.shutdown()

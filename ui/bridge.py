@@ -22,6 +22,7 @@ from core.changes import (
     PricesChanged,
     RuleChanged,
     RunStepAdded,
+    SkillsChanged,
     TaskChanged,
 )
 
@@ -86,6 +87,7 @@ class EventBridge(QObject):
     channelChanged = Signal(str)
     # A bot's MCP servers were saved, or one started, stopped or failed (bot id).
     mcpChanged = Signal(str)
+    skillsChanged = Signal(str)  # a bot's id; "" for a shared skill (every bot's list)
 
     def __init__(
         self,
@@ -130,6 +132,8 @@ class EventBridge(QObject):
             self._attention.add("")
         elif isinstance(event, McpServersChanged):
             self.mcpChanged.emit(event.bot_id)
+        elif isinstance(event, SkillsChanged):
+            self.skillsChanged.emit(event.bot_id or "")
         elif isinstance(event, ChannelChanged):
             self.channelChanged.emit(event.channel_id)
             self._attention.add("")  # a login that expired is a needs-you row
