@@ -45,6 +45,8 @@ class SkillsService:
         self._bus = bus
         self._reader = CatalogReader()
         self._reading = asyncio.Lock()  # the reader keeps a cache: one read at a time
+        # One add or remove at a time: two adds of one name must not both pass the "is it taken" check.
+        self._changing = asyncio.Lock()
         self._known: dict[str, tuple[tuple[Stamp, ...], SkillCatalog]] = {}
 
     def root(self, bot_id: str, scope: Scope) -> Path:
@@ -93,7 +95,8 @@ class SkillsService:
     ) -> Skill:
         await self._require_bot(bot_id)
         root = self.root(bot_id, scope)
-        name = await asyncio.to_thread(install.install_zip, root, data, replace=replace)
+        async with self._changing:
+            name = await asyncio.to_thread(install.install_zip, root, data, replace=replace)
         return await self._added(bot_id, scope, name)
 
     async def add_folder(
@@ -101,7 +104,8 @@ class SkillsService:
     ) -> Skill:
         await self._require_bot(bot_id)
         root = self.root(bot_id, scope)
-        name = await asyncio.to_thread(install.install_folder, root, folder, replace=replace)
+        async with self._changing:
+            name = await asyncio.to_thread(install.install_folder, root, folder, replace=replace)
         return await self._added(bot_id, scope, name)
 
     async def add_path(
@@ -118,7 +122,8 @@ class SkillsService:
 
     async def remove(self, bot_id: str, name: str, *, scope: Scope = "bot") -> None:
         await self._require_bot(bot_id)
-        await asyncio.to_thread(install.remove_skill, self.root(bot_id, scope), name)
+        async with self._changing:
+            await asyncio.to_thread(install.remove_skill, self.root(bot_id, scope), name)
         await self.catalog(bot_id)
         self._bus.publish(SkillsChanged(None if scope == "shared" else bot_id))
 

@@ -4,6 +4,7 @@ real host, the scripted model over HTTP (docs/skills.md)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,16 @@ async def test_replacing_and_removing_a_skill(host: Host, tmp_path: Path) -> Non
         assert (await client.delete(f"{url}/charts")).status_code == 404  # it is shared, not the bot's own
         assert (await client.delete(f"{url}/charts", params={"scope": "shared"})).status_code == 204
         assert (await client.get(url)).json()["skills"] == []
+
+
+async def test_two_uploads_of_one_name_at_once_add_one_and_refuse_the_other(host: Host) -> None:
+    async with running_api(host) as client:
+        url = f"/api/bots/{await bot_id(client)}/skills"
+        first, second = await asyncio.gather(
+            client.post(url, content=skill_zip("charts", description="First.")),
+            client.post(url, content=skill_zip("charts", description="Second.")),
+        )
+        assert sorted([first.status_code, second.status_code]) == [201, 409]
+        kept = first if first.status_code == 201 else second
+        [skill] = (await client.get(url)).json()["skills"]
+        assert skill["description"] == kept.json()["description"]
