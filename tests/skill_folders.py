@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import stat
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -26,7 +27,7 @@ def write_skill(
     return path
 
 
-def zipped(entries: dict[str, str | bytes], *, links: dict[str, str] | None = None) -> bytes:
+def zipped(entries: Mapping[str, str | bytes], *, links: Mapping[str, str] | None = None) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in entries.items():

@@ -314,10 +314,7 @@ class AgentSession:
         error = ""
         error_words: dict[str, str] = {}
         try:
-            if self._outside is not None:
-                # Before the first request is built: servers that are starting get a moment, skills are
-                # read again from disk. Nothing of the turn is taken yet, so a stop here loses nothing.
-                await self._outside.settle(self._runtime.clock.monotonic())
+            stopped_waiting = await self._wait_for_outside_tools()
             parts: list[RequestPart] = []
             if resumed is not None:
                 # Its inputs are announced again, so whoever waits for their answer follows this turn.
@@ -326,6 +323,11 @@ class AgentSession:
                 inputs = [first, *self._drain_steers()]
                 parts = [*self._carry, *(UserText(i.text) for i in inputs)]
                 self._carry = []
+            if stopped_waiting:
+                # Stopped during the wait: what was said is taken and kept, as in a turn stopped during its
+                # first model request (the request stays in the history, unanswered).
+                self._take(turn, parts, inputs, resumed)
+                raise asyncio.CancelledError
             while True:
                 response = await self._step(turn, parts, inputs, resumed=resumed)
                 resumed = None
@@ -368,8 +370,31 @@ class AgentSession:
         The request is written before it is sent, and only then are its inputs announced as taken: a crash
         during the model call leaves the input in the history (owed an answer), never taken into nothing.
         `resumed` is a request already in the history whose answer a crash lost: it is asked again as is."""
+        self._take(turn, parts, inputs, resumed)
+        response = await self._ask_model(turn.turn_id, turn.step, turn.partial_text)
+        turn.in_flight = None
+        # Its calls are owed a result from the moment the response is in the history.
+        turn.pending_calls = list(response.tool_calls)
+        self._persist([response])
+        return response
+
+    async def _wait_for_outside_tools(self) -> bool:
+        """Before a turn's first request is built: servers that are starting get a moment, skills are read
+        again from disk, so the request says what they are. True when a stop came during the wait."""
+        if self._outside is None:
+            return False
+        try:
+            await self._outside.settle(self._runtime.clock.monotonic())
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    def _take(
+        self, turn: _TurnState, parts: list[RequestPart], inputs: list[_Input], resumed: ModelRequest | None
+    ) -> None:
+        """The step's request, written to the history, and its inputs announced as taken. No await: what
+        the request carries (inputs, the answers owed to earlier calls) must not be lost to a stop."""
         turn.step += 1
-        # No await from here to `in_flight`: what the request carries must not be lost to a stop.
         self._follow_outside_tools()  # its tools and system prompt say what the outside tools are now
         if resumed is None:
             request = ModelRequest(
@@ -392,12 +417,6 @@ class AgentSession:
         if resumed is None:
             self._persist([request])
         self._announce_taken(turn, inputs)
-        response = await self._ask_model(turn.turn_id, turn.step, turn.partial_text)
-        turn.in_flight = None
-        # Its calls are owed a result from the moment the response is in the history.
-        turn.pending_calls = list(response.tool_calls)
-        self._persist([response])
-        return response
 
     def _announce_taken(self, turn: _TurnState, inputs: list[_Input]) -> None:
         for item in inputs:
@@ -431,7 +450,7 @@ class AgentSession:
                 with contextlib.suppress(Exception):
                     self._persist([ModelResponse(parts=(ReplyText(text),))])
         elif turn.step == 0:
-            return  # stopped before its first request was built: the carry is still the session's
+            return  # it failed before its first request was built: the carry is still the session's
         else:
             self._carry = [
                 *turn.returns,

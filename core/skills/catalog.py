@@ -122,4 +122,6 @@ def _read_one(scope: Scope, folder: Path) -> Skill | SkillProblem:
         parsed = read_skill_file(folder)
     except SkillFileError as exc:
         return SkillProblem(folder, str(exc))
+    except Exception as exc:  # one folder must never keep the others from being listed
+        return SkillProblem(folder, f"{SKILL_FILE} cannot be read ({type(exc).__name__}: {exc})")
     return Skill(name=parsed.name, description=parsed.description, scope=scope, folder=folder)

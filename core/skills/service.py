@@ -20,7 +20,6 @@ from core.errors import InvalidInputError
 from core.skills import install
 from core.skills.catalog import CatalogReader, Scope, Skill, SkillCatalog, Stamp, skill_files
 from core.skills.load_tool import load_skill_tool, skills_section
-from core.skills.skill_file import read_skill_file
 from core.skills.views import SkillInfo, SkillsView
 
 if TYPE_CHECKING:
@@ -96,8 +95,8 @@ class SkillsService:
         await self._require_bot(bot_id)
         root = self.root(bot_id, scope)
         async with self._changing:
-            name = await asyncio.to_thread(install.install_zip, root, data, replace=replace)
-        return await self._added(bot_id, scope, name)
+            installed = await asyncio.to_thread(install.install_zip, root, data, replace=replace)
+        return await self._added(bot_id, scope, installed)
 
     async def add_folder(
         self, bot_id: str, folder: Path, *, scope: Scope = "bot", replace: bool = False
@@ -105,8 +104,8 @@ class SkillsService:
         await self._require_bot(bot_id)
         root = self.root(bot_id, scope)
         async with self._changing:
-            name = await asyncio.to_thread(install.install_folder, root, folder, replace=replace)
-        return await self._added(bot_id, scope, name)
+            installed = await asyncio.to_thread(install.install_folder, root, folder, replace=replace)
+        return await self._added(bot_id, scope, installed)
 
     async def add_path(
         self, bot_id: str, path: Path, *, scope: Scope = "bot", replace: bool = False
@@ -127,13 +126,12 @@ class SkillsService:
         await self.catalog(bot_id)
         self._bus.publish(SkillsChanged(None if scope == "shared" else bot_id))
 
-    async def _added(self, bot_id: str, scope: Scope, name: str) -> Skill:
+    async def _added(self, bot_id: str, scope: Scope, installed: install.Installed) -> Skill:
         await self.catalog(bot_id)
         self._bus.publish(SkillsChanged(None if scope == "shared" else bot_id))
-        folder = self.root(bot_id, scope) / name
-        # Read from its folder, not the catalogue: a shared skill may be hidden there by the bot's own.
-        added = await asyncio.to_thread(read_skill_file, folder)
-        return Skill(name=added.name, description=added.description, scope=scope, folder=folder)
+        # From what was installed, not the catalogue: a shared skill may be hidden there by the bot's own.
+        added = installed.skill
+        return Skill(name=added.name, description=added.description, scope=scope, folder=installed.folder)
 
     async def clean_leftovers(self) -> None:
         """At start-up: what an add cut off by a crash left behind (hidden from the catalogue meanwhile)."""

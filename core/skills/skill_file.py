@@ -61,6 +61,8 @@ def parse_skill_file(text: str) -> SkillFile:
         front = yaml.safe_load(found["yaml"]) if found["yaml"].strip() else {}
     except yaml.YAMLError as exc:
         raise SkillFileError(f"the front matter is not valid YAML ({_first_line(exc)})") from None
+    except (ValueError, RecursionError) as exc:  # a date that is no date, nesting past the parser's depth
+        raise SkillFileError(f"the front matter cannot be read ({type(exc).__name__}: {exc})") from None
     if not isinstance(front, dict):
         raise SkillFileError("the front matter must be 'key: value' lines, with name and description")
     name = front.get("name")

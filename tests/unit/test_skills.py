@@ -12,7 +12,7 @@ from core.errors import ConflictError, InvalidInputError, NotFoundError
 from core.skills.catalog import CatalogReader, skill_files
 from core.skills.install import clean_leftovers, install_folder, install_zip, remove_skill
 from core.skills.load_tool import skills_section
-from core.skills.skill_file import SkillFileError, parse_skill_file
+from core.skills.skill_file import MAX_SKILL_FILE, SkillFileError, parse_skill_file
 from tests.skill_folders import skill_md, skill_zip, write_skill, zipped
 
 # ---- SKILL.md -------------------------------------------------------------------------------------------
@@ -117,9 +117,9 @@ def test_the_files_beside_a_skill_are_listed_without_hidden_ones(tmp_path: Path)
 def test_a_zipped_folder_and_a_zip_of_its_contents_both_install_under_the_skills_name(tmp_path: Path) -> None:
     root = tmp_path / "skills"
     data = skill_zip("charts", top="Charts-main", files={"scripts/plot.py": "print('plot')"})
-    assert install_zip(root, data, replace=False) == "charts"
+    assert install_zip(root, data, replace=False).skill.name == "charts"
     assert (root / "charts" / "scripts" / "plot.py").read_text() == "print('plot')"
-    assert install_zip(root, skill_zip("report", top=None), replace=False) == "report"
+    assert install_zip(root, skill_zip("report", top=None), replace=False).folder == root / "report"
     assert (root / "report" / "SKILL.md").is_file()
     assert sorted(p.name for p in root.iterdir()) == ["charts", "report"]
 
@@ -197,7 +197,7 @@ def test_a_taken_name_is_a_conflict_unless_replacing_and_replacing_swaps_the_who
 def test_a_dropped_folder_is_copied_and_one_with_a_link_is_refused(tmp_path: Path) -> None:
     source = write_skill(tmp_path / "downloads", "charts", folder="My Charts", files={"plot.py": "print()"})
     root = tmp_path / "skills"
-    assert install_folder(root, source, replace=False) == "charts"
+    assert install_folder(root, source, replace=False).folder == root / "charts"
     assert (root / "charts" / "plot.py").read_text() == "print()"
     assert (source / "plot.py").exists()  # copied, not moved
     (source / "key").symlink_to(tmp_path / "secret")
@@ -219,5 +219,73 @@ def test_removing_a_skill_deletes_its_folder_and_an_unknown_one_is_not_found(tmp
 def test_leftovers_of_a_cut_off_add_are_cleaned(tmp_path: Path) -> None:
     write_skill(tmp_path, "charts")
     (tmp_path / ".installing-0123").mkdir()
+    write_skill(tmp_path, "charts", folder=".replaced-charts-0a1b", description="The old words.")
     clean_leftovers(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["charts"]
+    assert "The old words." not in (tmp_path / "charts" / "SKILL.md").read_text()  # the new one stays
+
+
+def test_a_crash_between_the_two_renames_of_a_replace_puts_the_old_skill_back(tmp_path: Path) -> None:
+    # What the disk holds when the old folder was swapped out and the new one never moved in.
+    write_skill(tmp_path, "charts", folder=".replaced-charts-0a1b", description="The old words.")
+    (tmp_path / ".installing-0123").mkdir()
+    write_skill(tmp_path, "my-plots", folder=".replaced-My Plots-99ff")
+    clean_leftovers(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["My Plots", "charts"]
+    assert "The old words." in (tmp_path / "charts" / "SKILL.md").read_text()
+
+
+def test_a_skill_in_a_folder_named_otherwise_is_removed_and_replaced_by_its_own_name(tmp_path: Path) -> None:
+    write_skill(tmp_path, "charts", folder="Charts v2", files={"old.py": "old"})
+    with pytest.raises(ConflictError, match="already a skill named 'charts'"):
+        install_zip(tmp_path, skill_zip("charts"), replace=False)
+    installed = install_zip(tmp_path, skill_zip("charts", files={"new.py": "new"}), replace=True)
+    assert installed.folder == tmp_path / "Charts v2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Charts v2"]  # replaced where it was, not doubled
+    assert (tmp_path / "Charts v2" / "new.py").exists()
+    remove_skill(tmp_path, "charts")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_bears_the_name_but_holds_another_skill_is_never_replaced(tmp_path: Path) -> None:
+    write_skill(tmp_path, "maps", folder="charts")
+    with pytest.raises(ConflictError, match="holds another skill"):
+        install_zip(tmp_path, skill_zip("charts"), replace=True)
+    assert "name: maps" in (tmp_path / "charts" / "SKILL.md").read_text()
+    with pytest.raises(NotFoundError):
+        remove_skill(tmp_path, "charts")
+    remove_skill(tmp_path, "maps")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_skill_file_over_its_limit_is_refused_from_a_zip_and_from_a_folder(tmp_path: Path) -> None:
+    long_body = "x" * (MAX_SKILL_FILE + 1)
+    with pytest.raises(InvalidInputError, match="KB, more than 256 KB"):
+        install_zip(tmp_path / "skills", skill_zip("charts", body=long_body), replace=False)
+    source = write_skill(tmp_path / "downloads", "charts", body=long_body)
+    with pytest.raises(InvalidInputError, match="KB, more than 256 KB"):
+        install_folder(tmp_path / "skills", source, replace=False)
+    assert not (tmp_path / "skills").exists() or list((tmp_path / "skills").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("entries", "said"),
+    [
+        ({"./": "", "SKILL.md": skill_md("charts")}, "an entry with no name"),
+        ({"SKILL.md": skill_md("charts"), "run": "a file", "run/inner.sh": "echo"}, "both as a file and"),
+        ({"SKILL.md": skill_md("charts"), "notes.txt": "one", "./notes.txt": "two"}, "twice"),
+    ],
+)
+def test_a_zip_whose_entries_clash_is_refused(tmp_path: Path, entries: dict[str, str], said: str) -> None:
+    with pytest.raises(InvalidInputError, match=said):
+        install_zip(tmp_path, zipped(entries), replace=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_zip_with_damaged_contents_is_refused_with_the_reason(tmp_path: Path) -> None:
+    data = bytearray(skill_zip("charts", files={"data.csv": "1,2,3\n" * 200}))
+    at = data.index(b"data.csv") + len(b"data.csv")  # the member's bytes follow its local header
+    data[at + 5 : at + 25] = b"\x00" * 20
+    with pytest.raises(InvalidInputError, match="cannot be unpacked"):
+        install_zip(tmp_path, bytes(data), replace=False)
+    assert list(tmp_path.iterdir()) == []
