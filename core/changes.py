@@ -24,6 +24,13 @@ class SkillsChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryChanged:
+    """A note of the bot's memory was kept, changed or deleted, or the notebook filled up or got room."""
+
+    bot_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class McpServersChanged:
     """A bot's MCP servers were saved, or one of them started, stopped, failed or changed its tools."""
 

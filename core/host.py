@@ -48,6 +48,7 @@ from core.cost.price_book import PriceBook
 from core.cost.reserve import BalanceRead, BotBalanceSource, ReserveChanged, ReserveWatcher
 from core.delivery.outbox import Outbox
 from core.delivery.policy import COALESCE_WINDOW_S
+from core.memory.service import MemoryService
 from core.preferences_service import PreferencesService
 from core.rules.chat_tools import rule_create_tool
 from core.rules.commands import RuleCommands
@@ -248,6 +249,8 @@ class Host:
             environ=environ,
             feishu=self.feishu_apps,
         )
+        # Each bot's notebook (docs/memory.md): its notes travel in every session's system prompt.
+        self.memory = MemoryService(self.db, self.clock, self.bus, require_bot=self.bots.get)
         self.attention = AttentionService(
             self.tasks,
             self.approvals,
@@ -258,6 +261,7 @@ class Host:
             reserve=self.reserve,
             channels=self.channels,
             bots=self.bots,
+            memory=self.memory,
         )
         # A button pressed on a Feishu or DingTalk card, or under a Telegram message, takes the same
         # needs-you actions as the desktop.
@@ -348,6 +352,7 @@ class Host:
             bus=self.bus,
         )
         await self._skills.clean_leftovers()
+        await self.memory.purge()
         self._runtime = runtime_module.AgentRuntime(
             sessions_dir=self.data_dir / "sessions",
             clock=self.clock,
@@ -355,7 +360,7 @@ class Host:
             web_transport=self._web_transport,
             logs_dir=self.data_dir / "logs" / "jobs",
             approvals=self.approvals,
-            outside_tools=CombinedSource([self._mcp, self._skills]),
+            outside_tools=CombinedSource([self._mcp, self._skills, self.memory]),
         )
         default = await self.bots.ensure_default()
         # The sandbox probe runs a process once per app run; do it here, off the loop, not in a first turn.

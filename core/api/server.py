@@ -18,6 +18,7 @@ from core.api import web
 from core.api.bot_settings import bot_update_from_json, connection_request_from_json
 from core.api.channel_routes import add_channel_routes
 from core.api.mcp_routes import add_mcp_routes
+from core.api.memory_routes import add_memory_routes
 from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
 from core.api.search_routes import add_search_routes
@@ -136,6 +137,7 @@ class ApiServer:
         add_channel_routes(r, self._host)
         add_mcp_routes(r, self._host)
         add_skills_routes(r, self._host)
+        add_memory_routes(r, self._host)
         add_price_routes(r, self._host.prices)
         add_search_routes(r, self._host.search)
         r.add_get("/api/attention", self.list_attention)

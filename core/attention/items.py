@@ -33,6 +33,7 @@ AttentionKind = Literal[
     "unsure_delivery",
     "inbound_failed",
     "group_admission",
+    "memory_full",
 ]
 KINDS: tuple[AttentionKind, ...] = (
     "question",
@@ -49,6 +50,7 @@ KINDS: tuple[AttentionKind, ...] = (
     "unsure_delivery",
     "inbound_failed",
     "group_admission",
+    "memory_full",
 )
 Severity = Literal["info", "warn", "error"]  # the row's dot: grey, amber, red
 SEVERITIES: tuple[Severity, ...] = ("info", "warn", "error")
@@ -74,6 +76,7 @@ ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingPr
         "unsure_delivery": ("retry", "dismiss"),  # send it again, or it arrived
         "inbound_failed": ("retry", "dismiss"),  # hand it to chat again, or put it away
         "group_admission": ("approve", "deny"),  # 允许 / 不允许 the bot to work in a group it was added to
+        "memory_full": ("open", "dismiss"),  # the bot's memory ledger, or 知道了
     }
 )
 # Only warnings that nobody must act on can be put away by hand. What still asks
@@ -81,13 +84,16 @@ ACTIONS_BY_KIND: Mapping[AttentionKind, tuple[AttentionAction, ...]] = MappingPr
 # login, an undelivered result) leaves only when its cause is gone; observe_ready is put away by answering
 # 继续观察.
 DISMISSABLE_KINDS: frozenset[AttentionKind] = frozenset(
-    {"rule_failing", "stuck_turn", "unsure_delivery", "inbound_failed"}
+    {"rule_failing", "stuck_turn", "unsure_delivery", "inbound_failed", "memory_full"}
 )
 # Kinds that never notify or push. observe_ready is never pushed (docs/attention.md#what-appears); a rule that
 # failed twice but still runs is not a "failure that needs them" until it pauses
 # (docs/push-rules.md#what-is-pushed). The chat reserve is not pushed either (docs/cost.md#the-chat-reserve):
 # it only says why background work waits.
-NEVER_PUSHED: frozenset[AttentionKind] = frozenset({"observe_ready", "rule_failing", "reserve_low"})
+# A full memory (docs/memory.md#limits-and-a-full-notebook) waits for the person's next look: nothing is lost.
+NEVER_PUSHED: frozenset[AttentionKind] = frozenset(
+    {"observe_ready", "rule_failing", "reserve_low", "memory_full"}
+)
 SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
     {
         "question": "warn",
@@ -104,6 +110,7 @@ SEVERITY_BY_KIND: Mapping[AttentionKind, Severity] = MappingProxyType(
         "unsure_delivery": "warn",
         "inbound_failed": "error",
         "group_admission": "warn",
+        "memory_full": "warn",
     }
 )
 # docs/attention.md#order: questions and approvals (time-sensitive; a group waiting to be admitted is one:
@@ -124,6 +131,7 @@ GROUP_BY_KIND: Mapping[AttentionKind, int] = MappingProxyType(
         "stuck_turn": 3,
         "task_budget": 3,
         "reserve_low": 3,
+        "memory_full": 3,
         "observe_ready": 4,
     }
 )
@@ -661,4 +669,16 @@ def observe_ready_item(
         rule_id=rule_id,
         conversation_id=conversation_id,
         options=(_text(lang, "act"), _text(lang, "keep_observing")),
+    )
+
+
+def memory_full_item(bot_id: str, bot_name: str, since: float, *, lang: str = "zh") -> AttentionItem:
+    """A bot whose memory refused a note for want of room (never pushed). Goes when room is made."""
+    return _item(
+        "memory_full",
+        bot_id,
+        bot_id=bot_id,
+        subject=_text(lang, "memory_full"),
+        line=_text(lang, "memory_full_line", name=bot_name or bot_id),
+        since=since,
     )

@@ -24,6 +24,7 @@ from core.attention.items import (
     group_admission_item,
     group_key,
     inbound_failed_item,
+    memory_full_item,
     observe_ready_item,
     ordered,
     question_item,
@@ -68,6 +69,14 @@ class ExpiredLogins(Protocol):
     async def admit_group(self, bot_id: str, channel_id: str, group_id: str, *, allowed: bool) -> object: ...
 
 
+class MemoryNotices(Protocol):
+    """Bots whose memory refused a note for want of room (the MemoryService)."""
+
+    async def full_bots(self) -> Mapping[str, float]: ...
+
+    async def dismiss_full(self, bot_id: str) -> None: ...
+
+
 class BotNames(Protocol):
     """Bot id -> name (the BotService), for rows that name their bot in words."""
 
@@ -86,8 +95,10 @@ class AttentionService:
         reserve: ReserveWatcher | None = None,
         channels: ExpiredLogins | None = None,
         bots: BotNames | None = None,
+        memory: MemoryNotices | None = None,
     ) -> None:
         self._tasks = tasks
+        self._memory = memory
         self._bots = bots
         self._reserve = reserve
         self._rules = rules
@@ -196,6 +207,11 @@ class AttentionService:
             for bot_id in self._reserve.low_bots():
                 state = self._reserve.state(bot_id)
                 found.append(reserve_item(bot_id, self._reserve.line(bot_id, lang), state.since, lang=lang))
+        if self._memory is not None:
+            full = await self._memory.full_bots()
+            names = await self._bots.names() if full and self._bots is not None else {}
+            for bot_id, since in full.items():
+                found.append(memory_full_item(bot_id, names.get(bot_id, ""), since, lang=lang))
         if self._channels is not None:
             for login in await self._channels.expired_logins():
                 name = _channel_name(login.kind, lang)
@@ -341,6 +357,12 @@ class AttentionService:
         if action == "retry" and kind == "task_failed":
             result = await self._tasks.follow_up(key, RETRY_TEXT, cause="retry", kind="followup")
             return {"done": action, "taskId": key, "result": result}
+        return await self._put_away_or_open(item, kind, key, action)
+
+    async def _put_away_or_open(
+        self, item: AttentionItem, kind: str, key: str, action: str
+    ) -> dict[str, Any]:
+        """知道了, 重试 and 打开 on the rows that are not questions, approvals or failures."""
         if action == "dismiss" and kind == "stuck_turn":
             live = self._chat.live_reply(key)
             if live is not None:
@@ -352,6 +374,10 @@ class AttentionService:
         if kind == "unsure_delivery" and action in ("retry", "dismiss"):
             await self._outbox.settle_unsure(key, send_again=action == "retry")
             return {"done": action, "conversationId": item.conversation_id}
+        if kind == "memory_full" and self._memory is not None:
+            if action == "dismiss":
+                await self._memory.dismiss_full(key)
+            return {"done": action, "botId": key}  # 打开: the bot's memory ledger
         if action == "open" and kind == "channel_login":
             return {"done": action, "channelId": key, "botId": item.bot_id}  # the bot's 渠道: scan again
         if action == "open":

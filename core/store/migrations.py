@@ -248,6 +248,11 @@ def _create_mcp_servers(conn: Connection) -> None:
     Base.metadata.create_all(conn, tables=[Base.metadata.tables["mcp_servers"]])
 
 
+def _create_memory(conn: Connection) -> None:
+    tables = [Base.metadata.tables[n] for n in ("memory_entries", "memory_notebooks")]
+    Base.metadata.create_all(conn, tables=tables)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -282,7 +287,8 @@ MIGRATIONS: list[Migration] = [
     Migration(14, "search_messages, search_tasks, search_rules: full-text search", _create_search_index),
     Migration(15, "runs.error_words: a failed run's reason in each language", _add_run_error_words),
     Migration(16, "mcp_servers: a bot's MCP servers", _create_mcp_servers),
-    # Append here: Migration(17, "...", _function_taking_a_connection),
+    Migration(17, "memory_entries, memory_notebooks: each bot's memory", _create_memory),
+    # Append here: Migration(18, "...", _function_taking_a_connection),
 ]
 
 

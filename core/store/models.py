@@ -354,6 +354,34 @@ class McpServerRow(Base):
     updated_at: Mapped[float]
 
 
+class MemoryEntryRow(Base):
+    """One note of a bot's memory (migration 17). A deleted note keeps its row for a while (`deleted_at`),
+    so that the person's 撤销 can bring it back."""
+
+    __tablename__ = "memory_entries"
+    __table_args__ = (Index("ix_memory_entries_bot_id_deleted_at", "bot_id", "deleted_at"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    bot_id: Mapped[str] = mapped_column(ForeignKey("bots.id"))
+    text: Mapped[str]
+    source_kind: Mapped[str]  # conversation | task | rule | person
+    source_id: Mapped[str] = mapped_column(default="", server_default="")
+    created_at: Mapped[float]
+    updated_at: Mapped[float]
+    edited_by: Mapped[str]  # bot | person: who wrote the words as they stand
+    deleted_at: Mapped[float | None]
+    deleted_by: Mapped[str] = mapped_column(default="", server_default="")
+
+
+class MemoryNotebookRow(Base):
+    """A bot's notebook as a whole (migration 17): since when a note was refused for want of room."""
+
+    __tablename__ = "memory_notebooks"
+
+    bot_id: Mapped[str] = mapped_column(ForeignKey("bots.id"), primary_key=True)
+    full_since: Mapped[float | None]
+
+
 class InboundRow(Base):
     """A message that came in on a channel, stored before the platform's cursor moves past it. `key` is
     its dedupe key, so a redelivery is stored once, across restarts; `handled_at` is set once the chat

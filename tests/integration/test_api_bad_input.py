@@ -100,6 +100,7 @@ class Seed:
     channel: str = ""
     group: str = ""
     skill: str = "seed-skill"
+    memory: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ UNKNOWN_IDS = {
     "action": "launch",
     "channel": "ch_000000000000",
     "skill": "no-such-skill",
+    "memory": "m_000000000000",
 }
 
 ROUTES: dict[tuple[str, str], Route] = {
@@ -181,6 +183,22 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("DELETE", "/api/bots/{id}/skills/{name}"): Route(
         params={"id": "bot", "name": "skill"}, command=True, query=("scope",)
     ),
+    ("GET", "/api/bots/{id}/memory"): Route(params={"id": "bot"}),
+    ("POST", "/api/bots/{id}/memory"): Route(
+        params={"id": "bot"},
+        body=lambda s: {"text": "The user's server is build-2."},
+        fields=(Field(("text",), "str", required=True),),
+        strict=True,
+        more_bad=lambda s: [{"text": "   "}, {"text": "x" * 501}],
+    ),
+    ("PUT", "/api/bots/{id}/memory/{entry}"): Route(
+        params={"id": "bot", "entry": "memory"},
+        body=lambda s: {"text": "The user wants replies in English."},
+        fields=(Field(("text",), "str", required=True),),
+        strict=True,
+        more_bad=lambda s: [{"text": ""}, {"text": "x" * 501}],
+    ),
+    ("DELETE", "/api/bots/{id}/memory/{entry}"): Route(params={"id": "bot", "entry": "memory"}, command=True),
     ("PUT", "/api/bots/{id}/mcp"): Route(
         params={"id": "bot"},
         body=lambda s: {
@@ -1022,6 +1040,8 @@ class Sweep:
 
         await self.host.db.write(stored)
         write_skill(self.host.data_dir / "bots" / bot / "skills", "seed-skill")
+        note = await client.post(f"/api/bots/{bot}/memory", json={"text": "Seed note"})
+        assert note.status_code == 201, note.text
         return Seed(
             bot=bot,
             conversation=conversation,
@@ -1033,6 +1053,7 @@ class Sweep:
             model_url=self.model_url,
             channel=channel,
             group=SEED_GROUP,
+            memory=note.json()["id"],
         )
 
 

@@ -26,6 +26,7 @@ from core.attention.items import (
     inbound_failed_item,
     item_id,
     lang_of,
+    memory_full_item,
     observe_ready_item,
     ordered,
     question_item,
@@ -82,6 +83,7 @@ def one_of_each(since: float = NOW, lang: str = "zh") -> dict[str, AttentionItem
         unsure_delivery_item("t_1:result", "c_wx", "b_yy", "微信", "报告写好了", since, lang=lang),
         inbound_failed_item(7, "b_yy", "微信", "帮我看看", since, lang=lang),
         group_admission_item("ch_dt", "cidAbC+/xyz==", "b_dd", "哒哒", "测试群", since, lang=lang),
+        memory_full_item("b_tt", "天天", since, lang=lang),
     ]
     return {item.kind: item for item in items}
 
@@ -98,7 +100,7 @@ def test_the_needs_you_order_across_all_kinds() -> None:
         {"question", "approval", "group_admission"},
         {"task_failed", "rule_paused", "rule_failing"},
         {"undelivered", "unsure_delivery", "inbound_failed"},
-        {"channel_login", "stuck_turn", "task_budget", "reserve_low"},
+        {"channel_login", "stuck_turn", "task_budget", "reserve_low", "memory_full"},
         {"observe_ready"},
     ]
     position = 0

@@ -1,0 +1,16 @@
+"""What the ledger and the API show of a bot's memory (docs/memory.md#the-ledger)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.memory.notebook import Usage
+from core.store.memory import MemoryEntry
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    bot_id: str
+    entries: tuple[MemoryEntry, ...]  # oldest first
+    usage: Usage
+    full_since: float | None  # a note was refused for want of room, and nobody has made room since
