@@ -31,6 +31,11 @@ class MemoryChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class WebSearchChanged:
+    """Web search was set up, changed or turned off (docs/web-search.md#settings)."""
+
+
+@dataclass(frozen=True, slots=True)
 class McpServersChanged:
     """A bot's MCP servers were saved, or one of them started, stopped, failed or changed its tools."""
 

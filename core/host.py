@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
     from core.mcp.service import McpService
     from core.skills.service import SkillsService
+    from core.web_search.service import WebSearchService
 
 log = logging.getLogger(__name__)
 MAX_GATHER_S = 3600.0
@@ -277,6 +278,8 @@ class Host:
         self._runtime: AgentRuntime | None = None
         self._mcp: McpService | None = None
         self._skills: SkillsService | None = None
+        self._web_search: WebSearchService | None = None
+        self._environ = environ
         # Retention (docs/retention.md): archive idle tasks, prune old run logs, clean up idle folders.
         self.retention = RetentionSweeper(
             self.db,
@@ -314,6 +317,12 @@ class Host:
         return self._mcp
 
     @property
+    def web_search(self) -> WebSearchService:
+        if self._web_search is None:
+            raise RuntimeError("the host has not started")
+        return self._web_search
+
+    @property
     def skills(self) -> SkillsService:
         if self._skills is None:
             raise RuntimeError("the host has not started")
@@ -332,6 +341,7 @@ class Host:
             runtime_module = await asyncio.to_thread(importlib.import_module, "core.agent.runtime")
             mcp_module = await asyncio.to_thread(importlib.import_module, "core.mcp.service")
             skills_module = await asyncio.to_thread(importlib.import_module, "core.skills.service")
+            search_module = await asyncio.to_thread(importlib.import_module, "core.web_search.service")
         finally:
             await warm
         # A bot's MCP servers start when one of its sessions opens, not here (docs/outside-tools.md).
@@ -352,6 +362,10 @@ class Host:
             bus=self.bus,
         )
         await self._skills.clean_leftovers()
+        # One web search setup for every bot (docs/web-search.md); its tool only while one is set up.
+        self._web_search = search_module.WebSearchService(
+            self.db, self.secrets, self.clock, self.bus, environ=self._environ
+        )
         await self.memory.purge()
         self._runtime = runtime_module.AgentRuntime(
             sessions_dir=self.data_dir / "sessions",
@@ -360,7 +374,7 @@ class Host:
             web_transport=self._web_transport,
             logs_dir=self.data_dir / "logs" / "jobs",
             approvals=self.approvals,
-            outside_tools=CombinedSource([self._mcp, self._skills, self.memory]),
+            outside_tools=CombinedSource([self._mcp, self._skills, self.memory, self._web_search]),
         )
         default = await self.bots.ensure_default()
         # The sandbox probe runs a process once per app run; do it here, off the loop, not in a first turn.
@@ -469,6 +483,8 @@ class Host:
             self._runtime = None
         if self._mcp is not None:
             await self._mcp.close()  # after the sessions: no call is left waiting on a server
+        if self._web_search is not None:
+            await self._web_search.close()
         await self.outbox.close()  # replies the last turns stored
         await self.channel_sends.close()
         await self.feishu_apps.close()

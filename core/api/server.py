@@ -25,6 +25,7 @@ from core.api.search_routes import add_search_routes
 from core.api.skills_routes import add_skills_routes
 from core.api.validation import MAX_BODY, BodyTooLargeError, json_object, optional_str, required_str
 from core.api.views import conversation_json, live_json, message_json
+from core.api.web_search_routes import add_web_search_routes
 from core.changes import MessagesChanged
 from core.chat.service import MAX_TEXT
 from core.errors import (
@@ -138,6 +139,7 @@ class ApiServer:
         add_mcp_routes(r, self._host)
         add_skills_routes(r, self._host)
         add_memory_routes(r, self._host)
+        add_web_search_routes(r, self._host)
         add_price_routes(r, self._host.prices)
         add_search_routes(r, self._host.search)
         r.add_get("/api/attention", self.list_attention)

@@ -183,6 +183,21 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("DELETE", "/api/bots/{id}/skills/{name}"): Route(
         params={"id": "bot", "name": "skill"}, command=True, query=("scope",)
     ),
+    ("GET", "/api/web-search"): Route(),
+    ("PUT", "/api/web-search"): Route(
+        body=lambda s: {"provider": "searxng", "url": "http://127.0.0.1:9"},
+        fields=(
+            Field(("provider",), "str", required=True, null_ok=True),
+            Field(("url",), "str"),
+        ),
+        strict=True,
+        more_bad=lambda s: [
+            {"provider": "brave"},
+            {"provider": "brave", "key": 12},
+            {"provider": "searxng", "url": "ftp://example.com"},
+            {"provider": "searxng", "url": "http://127.0.0.1:9", "key": "k"},
+        ],
+    ),
     ("GET", "/api/bots/{id}/memory"): Route(params={"id": "bot"}),
     ("POST", "/api/bots/{id}/memory"): Route(
         params={"id": "bot"},
