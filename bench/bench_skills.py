@@ -4,6 +4,7 @@ Run: .venv/bin/python -m bench.bench_skills [--skills N] [--reads N]
 - prompt size: what N skills (descriptions of ~200 characters, bodies of ~4 KB, like the skills people
   share) add to every system prompt, against the system prompt without them and against putting their
   bodies in the prompt instead;
+- the memory: what a full notebook (50 notes, 6,000 characters, docs/memory.md) adds to every system prompt;
 - the read before each turn: the catalogue read when nothing changed (a stat per skill, in this thread),
   against a bare loop of the same stats; and the first read, which parses every SKILL.md.
 """
@@ -23,8 +24,10 @@ from core.agent.model_config import ModelConfig
 from core.agent.prompt import system_prompt
 from core.agent.sandbox import Permission, Preset
 from core.agent.session_spec import SessionSpec
+from core.memory.notebook import MAX_CHARS, MAX_ENTRIES, memory_section
 from core.skills.catalog import CatalogReader, Scope
 from core.skills.load_tool import skills_section
+from core.store.memory import MemoryEntry
 from tests.skill_folders import write_skill
 
 WORDS = "Read the input files, check each value against the rules below, and write the result as a table. "
@@ -79,13 +82,27 @@ def main(count: int, reads: int) -> None:
         plain = system_prompt(spec, now, "bubblewrap")
         section = skills_section(catalog)
         with_skills = system_prompt(spec, now, "bubblewrap", (section,))
+        note = ("The user wants weekly reports on Fridays, in English, as a table. " * 3)[
+            : MAX_CHARS // MAX_ENTRIES
+        ]
+        notes = [
+            MemoryEntry(f"m_{n:012x}", "b_bench", note, "conversation", "c_1", "", 1.8e9, 1.8e9, "bot")
+            for n in range(MAX_ENTRIES)
+        ]
+        with_memory = system_prompt(spec, now, "bubblewrap", (memory_section(notes),))
 
     added = len(with_skills) - len(plain)
+    remembered = len(with_memory) - len(plain)
     rows = [
         (
             f"prompt added by {count} skills",
             f"{added:,} chars (~{added // 4:,} tokens)",
             f"the base system prompt {len(plain):,} chars; the skills' bodies {bodies:,} chars",
+        ),
+        (
+            f"prompt added by a full memory ({MAX_ENTRIES} notes)",
+            f"{remembered:,} chars (~{remembered // 4:,} tokens)",
+            f"the notes' own text {sum(len(n.text) for n in notes):,} chars",
         ),
         (
             "catalogue read before a turn, unchanged",

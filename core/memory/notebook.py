@@ -16,7 +16,7 @@ from core.store.memory import MemoryEntry, SourceKind
 
 MAX_ENTRY_CHARS = 500
 MAX_ENTRIES = 50
-MAX_CHARS = 6_000  # all entries together: about 1,500 tokens in every request of the bot's sessions
+MAX_CHARS = 6_000  # all entries together: with ids and dates about 2,000 tokens in every request
 
 # Shapes of keys and tokens: a note holding one would copy a secret into every prompt and the ledger.
 _SECRET = re.compile(
