@@ -342,6 +342,8 @@ class Host:
             mcp_module = await asyncio.to_thread(importlib.import_module, "core.mcp.service")
             skills_module = await asyncio.to_thread(importlib.import_module, "core.skills.service")
             search_module = await asyncio.to_thread(importlib.import_module, "core.web_search.service")
+            # The memory tools' schemas, imported here rather than inside the first turn.
+            await asyncio.to_thread(importlib.import_module, "core.memory.tools")
         finally:
             await warm
         # A bot's MCP servers start when one of its sessions opens, not here (docs/outside-tools.md).

@@ -209,7 +209,7 @@ class MemoryService:
     # ---- sessions -----------------------------------------------------------------------------------
 
     async def for_session(self, spec: SessionSpec) -> SessionMemory:
-        # Imported with the first session, like the runtime's own tools: not on the way to the window.
+        # Imported off the loop by Host.start (not on the way to the window, not inside a first turn).
         from core.memory.tools import memory_tools
 
         await self.entries(spec.bot_id)

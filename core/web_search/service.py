@@ -37,6 +37,7 @@ from core.web_search.settings import (
     stored_setup,
     url_problem,
 )
+from core.web_search.tool import web_search_tool
 
 if TYPE_CHECKING:
     from core.agent.session_spec import SessionSpec
@@ -163,8 +164,6 @@ class WebSearchService:
         return NAMES[provider], hits
 
     async def for_session(self, spec: SessionSpec) -> SessionWebSearch:
-        from core.web_search.tool import web_search_tool  # with the first session, like the other tools
-
         await self._load()
         return SessionWebSearch(self, web_search_tool(self.search))
 
