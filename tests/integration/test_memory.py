@@ -157,7 +157,7 @@ async def test_a_secret_or_an_unknown_id_is_refused_to_the_model_and_nothing_cha
     script.add(
         "chat",
         [
-            remember("The deploy key is sk-live-0123456789abcdefghij"),
+            remember("The deploy key is " + "sk-" + "live-0123456789abcdefghij"),
             Reply.tool_calls([ToolCallSpec("forget", {"id": "m_000000000000"})]),
             Reply.text("Done."),
         ],

@@ -36,12 +36,14 @@ def test_a_note_is_kept_on_one_line_and_an_empty_or_long_one_is_refused_with_the
 @pytest.mark.parametrize(
     "text",
     [
-        "The key is sk-proj-abcdefghijklmnop1234",
-        "use Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6",
-        "token ghp_abcdefghijklmnopqrstuvwxyz0123",
-        "slack xoxb-1234567890-abcdef",
-        "aws AKIAIOSFODNN7EXAMPLE here",
-        "-----BEGIN OPENSSH PRIVATE KEY----- abc",
+        # Built from parts, so that no whole key-shaped string stands in the source.
+        "The key is " + "sk-" + "proj-" + "a1b2" * 6,
+        "use Bearer " + "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6",
+        "token " + "ghp_" + "x1y2" * 9,
+        "slack " + "xox" + "b-1234567890-abcdef",
+        "aws " + "AKIA" + "IOSFODNN7EXAMPLE" + " here",  # AWS's documented example id
+        "-----BEGIN OPENSSH " + "PRIVATE KEY----- abc",
+        "the admin password: hunter2zz",
     ],
 )
 def test_words_shaped_like_a_key_or_token_are_recognised(text: str) -> None:
