@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from core.memory.views import MemoryView
-from core.store.memory import MemoryEntry
+
+if TYPE_CHECKING:  # named only: the window imports this before the store may load
+    from core.store.memory import MemoryEntry
 
 
 class MemoryFacade(Protocol):

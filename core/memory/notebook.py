@@ -10,8 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from core.store.memory import MemoryEntry, SourceKind
+if TYPE_CHECKING:  # the store's types, named only: the window imports this before the store may load
+    from core.store.memory import MemoryEntry, SourceKind
 
 MAX_ENTRY_CHARS = 500
 MAX_ENTRIES = 50

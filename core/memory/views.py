@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.memory.notebook import Usage
-from core.store.memory import MemoryEntry
+
+if TYPE_CHECKING:  # named only: the window imports this before the store may load
+    from core.store.memory import MemoryEntry
 
 
 @dataclass(frozen=True, slots=True)
