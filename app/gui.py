@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from core.bots.facade import BotFacade
     from core.bus import EventBus
     from core.host import Host
+    from core.memory.facade import MemoryFacade
     from ui.bridge import EventBridge
     from ui.main_window import MainWindow
     from ui.skeleton import LoadingSkeleton
@@ -112,7 +113,7 @@ def _run(data_dir: Path) -> int:
     bus = EventBus()
     bridge = EventBridge(bus)
     facades = LateFacades()
-    live = _live_window(facades, bridge)
+    live = _live_window(facades, bridge, memory=facades.memory)
     skeleton = LoadingSkeleton(live.window)
     live.window.show()
     shown_at = process_age()
@@ -207,8 +208,9 @@ async def _first_read(
         skeleton.remove()
 
 
-def _live_window(host: HostFacades, bridge: EventBridge) -> LiveLanguage:
-    """The main window over the host's facades, built again whenever the language changes."""
+def _live_window(host: HostFacades, bridge: EventBridge, memory: MemoryFacade | None = None) -> LiveLanguage:
+    """The main window over the host's facades (and the memory's, when given), built again whenever the
+    language changes."""
     from app.live_language import LiveLanguage
     from ui.main_window import MainWindow
 
@@ -221,6 +223,7 @@ def _live_window(host: HostFacades, bridge: EventBridge) -> LiveLanguage:
             bots=host.desktop_bots,
             rules=host.rules,
             channels=host.channels,
+            memory=memory,
         )
         window.use_search(host.search)
         return window

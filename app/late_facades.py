@@ -18,6 +18,7 @@ from core.attention.facade import AttentionFacade
 from core.bots.facade import BotFacade
 from core.channels.facade import ChannelFacade
 from core.chat.facade import ChatFacade
+from core.memory.facade import MemoryFacade
 from core.rules.facade import RuleFacade
 from core.search.facade import SearchFacade
 from core.tasks.facade import TaskFacade
@@ -59,6 +60,8 @@ class LateFacades:
         self.rules = cast(RuleFacade, _Late(self, "rules", RuleFacade))
         self.channels = cast(ChannelFacade, _Late(self, "channels", ChannelFacade))
         self.search = cast(SearchFacade, _Late(self, "search", SearchFacade))
+        # Not in HostFacades: the window takes it on its own (`core.host.Host.memory`).
+        self.memory = cast(MemoryFacade, _Late(self, "memory", MemoryFacade))
 
     def bind(self, host: HostFacades) -> None:
         """The host has started: every call from now on, and every one that waited, goes to its facades."""

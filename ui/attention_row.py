@@ -89,11 +89,13 @@ def takes_free_text(item: AttentionItem) -> bool:
 
 class AttentionRow(QWidget):
     """Emits `actRequested(item_id, action, answer)` (answer is '' unless action is 'answer'),
-    `openRequested(task_id, conversation_id)`, and for an expired channel login `loginRequested(item_id)`
-    (its 重新扫码: the page asks the item where to scan again)."""
+    `openRequested(task_id, conversation_id)`, `botOpenRequested(kind, bot_id)` for an item about the bot
+    itself (「记忆已满」 opens its memory, the reserve its settings), and for an expired channel login
+    `loginRequested(item_id)` (its 重新扫码: the page asks the item where to scan again)."""
 
     actRequested = Signal(str, str, str)
     openRequested = Signal(str, str)
+    botOpenRequested = Signal(str, str)
     loginRequested = Signal(str)
 
     def __init__(
@@ -206,6 +208,8 @@ class AttentionRow(QWidget):
         if item.kind == "channel_login" and action == "open":
             # On the desktop, signing WeChat in again is scanning a new code, and the button says so.
             return t("channels.scan_again")
+        if item.kind == "reserve_low" and action == "open":
+            return t("needs.open_settings")  # the balance and its reserve are in the bot's settings
         return action_label(item, action, lang)
 
     def _tint(self) -> None:
@@ -221,6 +225,9 @@ class AttentionRow(QWidget):
     def _act(self, action: str) -> None:
         if action == "open" and self.item.kind == "channel_login":
             self.loginRequested.emit(self.item.id)
+            return
+        if action == "open" and not (self.item.task_id or self.item.conversation_id) and self.item.bot_id:
+            self.botOpenRequested.emit(self.item.kind, self.item.bot_id)
             return
         if action == "open":
             self.openRequested.emit(self.item.task_id, self.item.conversation_id)

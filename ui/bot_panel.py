@@ -10,12 +10,14 @@ bot", each group only when it has something:
     待审批    this bot's approvals, [批准一次] [拒绝] inline (the needs-you row)
     任务      working tasks, then those that need you; then rules; then 「已结束 3 ▸」, which unfolds
               the ended tasks of the last 30 days
+    记忆 · 12 条 ›   the bot's notebook (`ui.memory_ledger`)
 
 A task row opens in place into the task detail (`ui.task_detail.TaskDetailBody`, the class the main pane
-shows too), with ‹ back to the groups; a rule row opens the rule detail (`ui.rule_detail`) the same way.
-The panel reads this bot's tasks through the TaskFacade, its rules through the RuleFacade and its channels
-through the ChannelFacade, while it is shown; the window hands it the needs-you items it already reads,
-so approvals cost no second read.
+shows too), with ‹ back to the groups; a rule row opens the rule detail (`ui.rule_detail`) the same way,
+and the 记忆 row the memory ledger. The panel reads this bot's tasks through the TaskFacade, its rules
+through the RuleFacade, its channels through the ChannelFacade and its memory through the MemoryFacade,
+while it is shown; the window hands it the needs-you items it already reads, so approvals cost no second
+read.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
@@ -54,6 +56,7 @@ from ui.elided_text import ElidedText
 from ui.escape_key import WINDOW, bind_escape
 from ui.i18n import language, t
 from ui.link_flow import LinkFlow
+from ui.memory_ledger import MemoryLedger, MemoryPanelRow
 from ui.reloader import Reloader
 from ui.row_actions import RowActions
 from ui.rule_detail import RuleDetailBody
@@ -63,6 +66,10 @@ from ui.status_dot import StatusDot
 from ui.task_chip import PressableRow, dot_state
 from ui.task_detail import TaskDetailBody
 from ui.task_list import ARROW, ENDED_WINDOW_S, section_label
+
+if TYPE_CHECKING:
+    from core.memory.facade import MemoryFacade
+    from core.memory.views import MemoryView
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +196,7 @@ class BotPanel(QWidget):
         now: Callable[[], float] = time.time,
         rules: RuleFacade | None = None,
         channels: ChannelFacade | None = None,
+        memory: MemoryFacade | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("botPanel")
@@ -229,6 +237,21 @@ class BotPanel(QWidget):
             self._channel_reader.failed.connect(self._failed_text)
 
         self.stack = QStackedWidget(self)
+        self._build_pages(tasks, rules, memory)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.stack)
+        # A drawer: Escape closes it from anywhere in the window, unless the focused field uses Escape itself
+        # (the search box clears its text first).
+        bind_escape(self, self._escape, WINDOW)
+
+    # -- building --------------------------------------------------------------------------------------
+
+    def _build_pages(
+        self, tasks: TaskFacade | None, rules: RuleFacade | None, memory: MemoryFacade | None
+    ) -> None:
+        """The overview, then a page for each facade there is: what a row opens in place."""
         self.overview = self._scrolling(self._build_overview())
         self.stack.addWidget(self.overview)
         self.detail: TaskDetailBody | None = None
@@ -239,15 +262,11 @@ class BotPanel(QWidget):
         if rules is not None:
             self._rule_page = self._scrolling(self._build_rule_detail(rules))
             self.stack.addWidget(self._rule_page)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addWidget(self.stack)
-        # A drawer: Escape closes it from anywhere in the window, unless the focused field uses Escape itself
-        # (the search box clears its text first).
-        bind_escape(self, self._escape, WINDOW)
-
-    # -- building --------------------------------------------------------------------------------------
+        self.memory_ledger: MemoryLedger | None = None
+        self._memory_page: QWidget | None = None
+        if memory is not None:
+            self._memory_page = self._scrolling(self._build_memory_page(memory))
+            self.stack.addWidget(self._memory_page)
 
     def _scrolling(self, column: QWidget) -> QScrollArea:
         scroll = QScrollArea(self)
@@ -319,6 +338,7 @@ class BotPanel(QWidget):
         self.new_rule_button.clicked.connect(lambda _checked=False: self.new_rule())
         self.new_rule_button.setVisible(self._rule_facade is not None)
         layout.addWidget(self.new_rule_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self._build_memory_row(column))
         self.notice = QLabel(column)
         self.notice.setObjectName("panelNotice")
         self.notice.setProperty("role", "danger")
@@ -328,6 +348,24 @@ class BotPanel(QWidget):
         layout.addWidget(self.notice)
         layout.addStretch(1)
         return column
+
+    def _build_memory_row(self, column: QWidget) -> QWidget:
+        # One row, no caption (the row says 记忆 itself): shown once the notebook was read, even when empty,
+        # since the ledger is where the person adds a note of their own.
+        self.memory_group = QWidget(column)
+        self.memory_group.setObjectName("panelMemory")
+        group = QVBoxLayout(self.memory_group)
+        group.setContentsMargins(0, 8, 0, 4)
+        well = QFrame(self.memory_group)
+        well.setObjectName("taskWell")
+        rows = QVBoxLayout(well)
+        rows.setContentsMargins(0, 0, 0, 0)
+        self.memory_row = MemoryPanelRow(well)
+        self.memory_row.clicked.connect(lambda _checked=False: self.open_memory())
+        rows.addWidget(self.memory_row)
+        group.addWidget(well)
+        self.memory_group.hide()
+        return self.memory_group
 
     def _build_paused_row(self, column: QWidget) -> QWidget:
         # Shown only while the bot's background work is paused (docs/domain.md#bots): calm, with the way back.
@@ -479,6 +517,22 @@ class BotPanel(QWidget):
         layout.addStretch(1)
         return column
 
+    def _build_memory_page(self, memory: MemoryFacade) -> QWidget:
+        column, layout = self._column("panelDetailColumn")
+        self.memory_back_button = QPushButton(column)
+        self.memory_back_button.setObjectName("backButton")
+        self.memory_back_button.setFlat(True)
+        self.memory_back_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.memory_back_button.setFont(theme.font("small"))
+        self.memory_back_button.clicked.connect(lambda _checked=False: self.show_overview())
+        layout.addWidget(self.memory_back_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addSpacing(4)
+        self.memory_ledger = MemoryLedger(memory, column, now=self._now)
+        self.memory_ledger.viewShown.connect(self._show_memory_row)
+        layout.addWidget(self.memory_ledger)
+        layout.addStretch(1)
+        return column
+
     # -- what the window drives ------------------------------------------------------------------------
 
     @property
@@ -495,12 +549,15 @@ class BotPanel(QWidget):
         self._show_head()
         if flipped and (self._task_views is not None or self.rule_rows):
             self._show_tasks(self._task_views or [])
+        if self.memory_ledger is not None:
+            self.memory_ledger.set_bot(self.bot_id, bot.name if bot else "")
         if changed:
             self.show_overview()
             self._task_views = None
             self._clear_tasks()
             self.tasks_group.hide()
             self.rules_group.hide()
+            self.memory_group.hide()
             if self._reader is not None:
                 self._reader.reset()
             if self._rules is not None:
@@ -541,6 +598,8 @@ class BotPanel(QWidget):
             self.detail.close_view()
         if self.rule_detail is not None:
             self.rule_detail.close_view()
+        if self.memory_ledger is not None:
+            self.memory_ledger.reset()
 
     def reload(self) -> Any:
         """Re-read this bot's tasks and rules; the future resolves once they are shown (None without)."""
@@ -557,7 +616,16 @@ class BotPanel(QWidget):
             channels_read = self._channel_reader.request()
             if channels_read is not None:
                 waits.append(channels_read)
+        if self.memory_ledger is not None:
+            memory_read = self.memory_ledger.request()
+            if memory_read is not None:
+                waits.append(memory_read)
         return asyncio.gather(*waits) if waits else None
+
+    def on_memory_changed(self, bot_id: str) -> None:
+        """A note of a bot was kept, changed or deleted: the 记忆 row follows, and so does the open ledger."""
+        if self._active and self.memory_ledger is not None:
+            self.memory_ledger.on_memory_changed(bot_id)
 
     def on_channel_changed(self, _channel_id: str) -> None:
         """A channel was added, removed or moved on: 渠道 is read again (the bot's channels are few)."""
@@ -603,6 +671,18 @@ class BotPanel(QWidget):
         self.stack.setCurrentWidget(self._rule_page)
         return shown
 
+    def open_memory(self) -> Any:
+        """Open the bot's memory ledger in place, with ‹ back to the groups; the future resolves once the
+        notebook is shown."""
+        if self.memory_ledger is None or self._memory_page is None:
+            return None
+        self.memory_back_button.setText(f"‹ {self._bot.name if self._bot else t('panel.back')}")
+        self.stack.setCurrentWidget(self._memory_page)
+        return self.memory_ledger.request()
+
+    def showing_memory(self) -> bool:
+        return self._memory_page is not None and self.stack.currentWidget() is self._memory_page
+
     def new_rule(self) -> RuleEditor | None:
         """Open the rule editor for a new rule of this bot (non-modal to the loop: it never waits)."""
         if self._rule_facade is None:
@@ -642,6 +722,8 @@ class BotPanel(QWidget):
             self.detail.shutdown()
         if self.rule_detail is not None:
             self.rule_detail.shutdown()
+        if self.memory_ledger is not None:
+            self.memory_ledger.shutdown()
         if self.rule_editor is not None:
             self.rule_editor.reject()
 
@@ -701,6 +783,15 @@ class BotPanel(QWidget):
         self.line_label.setVisible(bool(line))
         self.paused_row.setVisible(bot.paused)
         self.resume_button.setEnabled(True)
+
+    def _show_memory_row(self, view: MemoryView) -> None:
+        if view.bot_id == self.bot_id:
+            self.memory_row.set_view(view)
+            self.memory_group.show()
+
+    def memory_line(self) -> str | None:
+        """The 记忆 row as shown (tests read this); None while it is not there."""
+        return None if self.memory_group.isHidden() else self.memory_row.text()
 
     def _resume(self) -> None:
         if self._bot is not None:

@@ -18,6 +18,7 @@ from core.changes import (
     ConversationsChanged,
     LiveReplyChanged,
     McpServersChanged,
+    MemoryChanged,
     MessagesChanged,
     PricesChanged,
     RuleChanged,
@@ -88,6 +89,8 @@ class EventBridge(QObject):
     # A bot's MCP servers were saved, or one started, stopped or failed (bot id).
     mcpChanged = Signal(str)
     skillsChanged = Signal(str)  # a bot's id; "" for a shared skill (every bot's list)
+    # A note of a bot's memory was kept, changed or deleted, or its notebook filled or got room (bot id).
+    memoryChanged = Signal(str)
 
     def __init__(
         self,
@@ -134,6 +137,8 @@ class EventBridge(QObject):
             self.mcpChanged.emit(event.bot_id)
         elif isinstance(event, SkillsChanged):
             self.skillsChanged.emit(event.bot_id or "")
+        elif isinstance(event, MemoryChanged):
+            self.memoryChanged.emit(event.bot_id)
         elif isinstance(event, ChannelChanged):
             self.channelChanged.emit(event.channel_id)
             self._attention.add("")  # a login that expired is a needs-you row

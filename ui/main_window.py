@@ -12,7 +12,8 @@ the bot's info panel beside the chat (`ui.bot_panel`), where a task opens in pla
 the panel's 渠道 and needs-you's 「微信登录已过期」 open the WeChat login dialog (`ui.wechat_login_dialog`),
 the panel's 连接飞书 the Feishu connect dialog (`ui.feishu_connect_dialog`), its 连接钉钉 the DingTalk one
 (`ui.dingtalk_connect_dialog`) and its 连接 Telegram the Telegram one (`ui.telegram_connect_dialog`); one of
-each at a time.
+each at a time. With a MemoryFacade, the panel has the bot's 记忆 row and ledger, which needs-you's
+「记忆已满」 opens too.
 
 Everything it shows is read through the facades and re-read when the EventBridge says something changed.
 Reads and commands run as tasks on the qasync loop; no slot ever waits for the core.
@@ -24,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
@@ -70,6 +72,10 @@ from ui.task_list import TaskListView
 from ui.telegram_connect_dialog import TelegramConnectDialog, open_telegram_connect
 from ui.wechat_login_dialog import WeChatLoginDialog, open_wechat_login
 
+if TYPE_CHECKING:
+    # Its views name the store's types: for type checking only (tests/unit/test_layering.py).
+    from core.memory.facade import MemoryFacade
+
 log = logging.getLogger(__name__)
 
 SIDEBAR_WIDTH = 272
@@ -100,6 +106,7 @@ class MainWindow(QMainWindow):
         bots: BotFacade | None = None,
         rules: RuleFacade | None = None,
         channels: ChannelFacade | None = None,
+        memory: MemoryFacade | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
@@ -147,7 +154,7 @@ class MainWindow(QMainWindow):
         self._activity_timer.setInterval(ACTIVITY_COALESCE_MS)
         self._activity_timer.timeout.connect(self.reload_activity)
         if bots is not None:
-            self._build_bots(bots, tasks, attention, bridge, rules, channels)
+            self._build_bots(bots, tasks, attention, bridge, rules, channels, memory)
         self._splitter.setSizes([SIDEBAR_WIDTH, 1080 - SIDEBAR_WIDTH])
         self.setCentralWidget(self._splitter)
 
@@ -295,10 +302,11 @@ class MainWindow(QMainWindow):
         bridge: EventBridge,
         rules: RuleFacade | None = None,
         channels: ChannelFacade | None = None,
+        memory: MemoryFacade | None = None,
     ) -> None:
         self._bot_list = Reloader(bots.list, self._apply_bots)
         self._bot_activity = Reloader(lambda: bots.activity(lang=language()), self._apply_activity)
-        self.bot_panel = BotPanel(tasks, attention, self, rules=rules, channels=channels)
+        self.bot_panel = BotPanel(tasks, attention, self, rules=rules, channels=channels, memory=memory)
         self.bot_panel.channelLoginRequested.connect(self.open_channel_login)
         self.bot_panel.feishuConnectRequested.connect(self.open_feishu)
         self.bot_panel.dingtalkConnectRequested.connect(self.open_dingtalk)
@@ -334,6 +342,7 @@ class MainWindow(QMainWindow):
         bridge.runStepAdded.connect(self.bot_panel.on_run_step)
         bridge.ruleChanged.connect(self.bot_panel.on_rule_changed)
         bridge.channelChanged.connect(self.bot_panel.on_channel_changed)
+        bridge.memoryChanged.connect(self.bot_panel.on_memory_changed)
         # A rule named in the chat (「来自规则「…」」, a chip) opens in the bot panel and follows its rule.
         bridge.ruleChanged.connect(self.chat_view.on_rule_changed)
         self.chat_view.ruleOpened.connect(self.open_rule)
@@ -362,6 +371,7 @@ class MainWindow(QMainWindow):
         self.needs_you.backRequested.connect(self.show_chat)
         self.needs_you.changed.connect(self.reload_attention)
         self.needs_you.openRequested.connect(self.open_attention)
+        self.needs_you.botOpenRequested.connect(self.open_bot_attention)
         self.needs_you.channelLoginRequested.connect(self.open_channel_login)
         self.pane.addWidget(self.needs_you)
         self._attention = Reloader(
@@ -531,6 +541,26 @@ class MainWindow(QMainWindow):
             self.open_task(task_id, back_to="needs")
         elif conversation_id:
             self.open_conversation(conversation_id)
+
+    def open_bot_attention(self, kind: str, bot_id: str) -> asyncio.Future[None] | None:
+        """打开 on a needs-you row about the bot itself: 「记忆已满」 opens its memory ledger in the bot
+        panel, the reserve its settings (where the balance is shown), anything else the bot's panel. The
+        future resolves once the ledger is shown."""
+        if kind == "reserve_low":
+            self.settingsRequested.emit(bot_id)
+            return None
+        if kind == "memory_full":
+            return self.open_memory(bot_id)
+        self.show_bot_panel(bot_id)
+        return None
+
+    def open_memory(self, bot_id: str = "") -> asyncio.Future[None] | None:
+        """The bot panel beside the chat, on the memory ledger of `bot_id` (default: the shown one's bot)."""
+        if self.bot_panel is None:
+            return None
+        self.show_bot_panel(bot_id)
+        shown: asyncio.Future[None] | None = self.bot_panel.open_memory()
+        return shown
 
     def open_channel_login(
         self, bot_id: str, channel_id: str = "", again: bool = True

@@ -103,11 +103,13 @@ class NeedsYouButton(QPushButton):
 
 class NeedsYouView(TaskPane):
     """The page. `changed` asks the window to re-read the list; `openRequested(task_id, conversation_id)`
-    asks it to show the task (when set) or else the conversation; `channelLoginRequested(bot_id,
+    asks it to show the task (when set) or else the conversation; `botOpenRequested(kind, bot_id)` what
+    an item about the bot itself concerns (its memory, its settings); `channelLoginRequested(bot_id,
     channel_id)` asks it for a new scan of a channel whose login expired."""
 
     changed = Signal()
     openRequested = Signal(str, str)
+    botOpenRequested = Signal(str, str)
     channelLoginRequested = Signal(str, str)
 
     def __init__(
@@ -174,8 +176,10 @@ class NeedsYouView(TaskPane):
         for line in self._lines:
             self._drop(line)
         self._lines = []
-        while self._rows_layout.count():
-            self._rows_layout.takeAt(0)
+        # removeWidget, not takeAt: a taken item lives on in Python with the row's old size cached, so a kept
+        # row whose reply box opens later would keep its old height.
+        for row in kept.values():
+            self._rows_layout.removeWidget(row)
         self.rows = []
         for position, item in enumerate(items):
             if position:
@@ -197,6 +201,7 @@ class NeedsYouView(TaskPane):
         row = AttentionRow(item, self.well, self._now)
         row.actRequested.connect(self._actions.act)
         row.openRequested.connect(self.openRequested)
+        row.botOpenRequested.connect(self.botOpenRequested)
         row.loginRequested.connect(self._open_login)
         return row
 

@@ -9,6 +9,7 @@ from core.changes import (
     ChannelChanged,
     ConversationsChanged,
     LiveReplyChanged,
+    MemoryChanged,
     MessagesChanged,
     RuleChanged,
     RunStepAdded,
@@ -100,6 +101,19 @@ async def test_bot_changes_become_a_signal() -> None:
     await wait_until(lambda: bool(seen))
 
     assert seen == ["bots"]
+    bridge.close()
+
+
+async def test_a_change_of_a_bots_memory_becomes_a_signal_with_its_bot() -> None:
+    bus = EventBus()
+    bridge = EventBridge(bus)
+    seen: list[str] = []
+    bridge.memoryChanged.connect(seen.append)
+
+    bus.publish(MemoryChanged("b_1"))
+    await wait_until(lambda: bool(seen))
+
+    assert seen == ["b_1"]
     bridge.close()
 
 

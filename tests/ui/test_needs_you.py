@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
+from core.attention.items import reserve_item
 from core.bus import EventBus
 from core.changes import TaskChanged
 from core.errors import UnprocessableError
@@ -246,6 +247,25 @@ async def test_open_without_a_task_shows_the_conversation(
 
     await wait_until(lambda: needs_window.shown_pane() is needs_window.chat_view)
     assert needs_window.conversation_list.current_id == other.id
+
+
+async def test_open_on_the_reserve_opens_the_bots_settings(
+    qtbot: QtBot, needs_window: MainWindow, attention: FakeAttentionFacade
+) -> None:
+    # The reserve is about the bot, not a task or a conversation: its balance and reserve are in settings.
+    attention.add(
+        reserve_item("bot-1", "Balance $0.80, under the $1.00 kept for chat", time.time(), lang="en")
+    )
+    await open_page(needs_window)
+    await wait_until(lambda: len(rows(needs_window)) == 1)
+    row = rows(needs_window)[0]
+    assert row.button_texts() == ["Open settings"]
+
+    with qtbot.waitSignal(needs_window.settingsRequested, timeout=3000) as asked:
+        QTest.mouseClick(row.button("Open settings"), Qt.MouseButton.LeftButton)
+
+    assert asked.args == ["bot-1"]
+    assert needs_window.shown_pane() is page(needs_window) and attention.acted == []
 
 
 async def test_the_empty_page_is_quiet(needs_window: MainWindow) -> None:
