@@ -26,64 +26,31 @@ from pathlib import Path
 
 import qasync
 from PySide6.QtWidgets import QApplication
-from sqlalchemy.orm import Session
 
 from bench.render_runner import SCHEMES, settle
 from core.clock import FakeClock
 from core.memory import notebook
 from core.memory.service import MemoryService
-from core.store import bots as bot_rows
-from core.store import conversations as conv_rows
-from core.store import rules as rule_rows
-from core.store import tasks as task_rows
 from core.store.database import Database
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade
+from tests.memory_sources import BOT, CONVERSATION, RULE, TASK, Titles, seed_sources
 from ui import i18n, theme
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
 
 DAY = 24 * 3600
-BOT = "bot-1"
-CONVERSATION = "c_0a1b2c3d4e5f"
-TASK = "t_0a1b2c3d4e5f"
-RULE = "r_0a1b2c3d4e5f"
 
 
 async def seed(db: Database, folder: Path, now: float, zh: bool) -> None:
-    def write(s: Session) -> None:
-        bot_rows.insert_bot(s, id=BOT, name="天天", workspace=str(folder / "w"), now=now)
-        conv_rows.insert_conversation(
-            s, id=CONVERSATION, bot_id=BOT, title="周报" if zh else "Weekly report", now=now
-        )
-        task_rows.insert_task(
-            s,
-            id=TASK,
-            bot_id=BOT,
-            conversation_id=CONVERSATION,
-            title="GPU 价格调研" if zh else "GPU prices",
-            brief="",
-            session_id=f"task-{TASK}",
-            folder=str(folder / "w" / "tasks" / "gpu"),
-            permission="workspace-write",
-            budget_usd=1.0,
-            now=now,
-        )
-        rule_rows.insert_rule(
-            s,
-            id=RULE,
-            bot_id=BOT,
-            conversation_id=CONVERSATION,
-            title="看 X 价格" if zh else "Watch the price of X",
-            instruction="",
-            schedule={"kind": "daily", "time": "08:00"},
-            tz="Asia/Shanghai",
-            now=now,
-        )
-
-    await db.write(write)
+    titles = (
+        Titles("周报", "GPU 价格调研", "看 X 价格")
+        if zh
+        else Titles("Weekly report", "GPU prices", "Watch the price of X")
+    )
+    await db.write(lambda s: seed_sources(s, folder / "w", now, titles, tz="Asia/Shanghai"))
 
 
 async def notes(memory: MemoryService, clock: FakeClock, zh: bool) -> str:

@@ -107,10 +107,9 @@ class MemoryService:
         cleaned = _checked(text)
         async with self._writing:
             entries = await self.entries(bot_id)
-            row = await self._db.read(lambda s: rows.entry_row(s, bot_id, entry_id))
-            if row is None:
+            if not await self._db.read(lambda s: rows.entry_row(s, bot_id, entry_id) is not None):
                 raise NotFoundError("note", entry_id)
-            deleted = row.deleted_at is not None
+            live = any(e.id == entry_id for e in entries)  # else deleted: 撤销 brings it back
             others = [e for e in entries if e.id != entry_id]
             if not usage_of(others).room_for(len(cleaned)):
                 raise _full_error(entries)
@@ -127,7 +126,7 @@ class MemoryService:
                 return rows.entry_of(s, found)
 
             entry = await self._db.write(write)
-            if not deleted:
+            if live:
                 await self._clear_full(bot_id)
             await self._reload(bot_id)
             return entry

@@ -104,19 +104,13 @@ def full_since(s: Session) -> Mapping[str, float]:
     return {row.bot_id: cast(float, row.full_since) for row in rows}
 
 
-def set_full(s: Session, bot_id: str, since: float | None) -> bool:
-    """Mark the notebook full (keeping the first time) or not; whether that changed anything."""
+def set_full(s: Session, bot_id: str, since: float | None) -> None:
+    """Mark the notebook full since `since`, or not full (None)."""
     row = s.get(MemoryNotebookRow, bot_id)
     if row is None:
-        if since is None:
-            return False
         s.add(MemoryNotebookRow(bot_id=bot_id, full_since=since))
-        return True
-    if since is not None and row.full_since is not None:
-        return False
-    changed = row.full_since != since
-    row.full_since = since
-    return changed
+    else:
+        row.full_since = since
 
 
 def purge_deleted(s: Session, before: float) -> int:

@@ -14,31 +14,22 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
-from sqlalchemy.orm import Session
 
 from core.attention.items import memory_full_item
 from core.clock import FakeClock
 from core.memory.service import MemoryService
-from core.store import bots as bot_rows
-from core.store import conversations as conv_rows
-from core.store import rules as rule_rows
-from core.store import tasks as task_rows
 from core.store.database import Database
 from tests.fakes.fake_attention import FakeAttentionFacade
 from tests.fakes.fake_bots import FakeBotFacade
 from tests.fakes.fake_chat import FakeChatFacade
 from tests.fakes.fake_tasks import FakeTaskFacade
+from tests.memory_sources import BOT, CONVERSATION, RULE, TASK, seed_sources
 from tests.ui.conftest import wait_until
 from ui.bot_panel import BotPanel
 from ui.bridge import EventBridge
 from ui.main_window import MainWindow
 from ui.memory_ledger import MemoryLedger
 from ui.memory_note import NoteEditor, NoteRow
-
-BOT = "bot-1"  # the fake bot facade's bot, also in the database
-CONVERSATION = "c_0a1b2c3d4e5f"
-TASK = "t_0a1b2c3d4e5f"
-RULE = "r_0a1b2c3d4e5f"
 
 
 @pytest.fixture
@@ -51,37 +42,7 @@ async def db(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Database]:
     database = Database.for_data_dir(tmp_path / "data", clock=clock)
     await database.open()
     now = clock.time()
-    workspace = tmp_path / "w"
-
-    def seed(s: Session) -> None:
-        bot_rows.insert_bot(s, id=BOT, name="天天", workspace=str(workspace), now=now)
-        conv_rows.insert_conversation(s, id=CONVERSATION, bot_id=BOT, title="Weekly report", now=now)
-        task_rows.insert_task(
-            s,
-            id=TASK,
-            bot_id=BOT,
-            conversation_id=CONVERSATION,
-            title="GPU prices",
-            brief="Compare three clouds",
-            session_id=f"task-{TASK}",
-            folder=str(workspace / "tasks" / "gpu"),
-            permission="workspace-write",
-            budget_usd=1.0,
-            now=now,
-        )
-        rule_rows.insert_rule(
-            s,
-            id=RULE,
-            bot_id=BOT,
-            conversation_id=CONVERSATION,
-            title="Watch X",
-            instruction="Every morning, check the price of X",
-            schedule={"kind": "daily", "time": "08:00"},
-            tz="UTC",
-            now=now,
-        )
-
-    await database.write(seed)
+    await database.write(lambda s: seed_sources(s, tmp_path / "w", now))
     yield database
     await database.close()
 
