@@ -111,6 +111,8 @@ class WindowActions:
                 self._window,
                 prices=self._host.prices,
                 prices_changed=self._bridge.pricesChanged,
+                web_search=self._host.web_search if self._host.started.is_set() else None,  # made at start
+                web_search_changed=self._bridge.webSearchChanged,
             )
             dialog.languageChanged.connect(self._language_saved)
             self._show(dialog)

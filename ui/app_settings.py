@@ -4,12 +4,13 @@
                 主题   [跟随系统 ▾]   (applied at once, so the choice can be seen before saving)
     启动        [开] 登录电脑时启动 Errand
     价格        the person's own price per model (ui.price_settings; only when a PriceFacade is given)
+    网页搜索    which search service bots use (ui.web_search_settings; only when a WebSearchFacade is given)
 
 The theme is previewed live and put back on Cancel. Start at login is written by the injected `autostart`
 callable (app.autostart.set_start_at_login bound to the launch command, or a temp-dir stand-in in tests),
 off the loop thread; if it can't be done (another OS, a read-only folder) that is said under the switch
-and nothing is saved. Prices are saved on their own, at once, with the section's 保存价格 and 删除; the
-dialog's 保存 is for the preferences.
+and nothing is saved. Prices and the search setup are saved on their own, at once, with their sections'
+buttons (保存价格 and 删除, 保存搜索设置); the dialog's 保存 is for the preferences.
 """
 
 from __future__ import annotations
@@ -41,12 +42,14 @@ from core.preferences import (
     PreferencesFacade,
     PreferencesUpdate,
 )
+from core.web_search.facade import WebSearchFacade
 from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.form import Combo, FieldRow, Section, Switch, button, dialog_footer, field_message, small_label
 from ui.i18n import t
 from ui.price_settings import PriceSection
+from ui.web_search_settings import WebSearchSection
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +78,17 @@ class AppSettingsDialog(QDialog):
         *,
         prices: PriceFacade | None = None,
         prices_changed: SignalInstance | None = None,
+        web_search: WebSearchFacade | None = None,
+        web_search_changed: SignalInstance | None = None,
     ) -> None:
         """`prices`: the 价格 section's facade (the host's PriceBook); without it there is no such section.
-        `prices_changed` (the bridge's `pricesChanged`) makes the section re-read prices changed elsewhere."""
+        `prices_changed` (the bridge's `pricesChanged`) makes the section re-read prices changed elsewhere.
+        `web_search` and `web_search_changed` do the same for the 网页搜索 section."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("settings.app.title"))
         self.setModal(True)
-        self.resize(*((560, 680) if prices is not None else (520, 360)))
+        self.resize(*((560, 680) if prices is not None or web_search is not None else (520, 360)))
         self._preferences = preferences
         self._autostart = autostart
         self._app = app or cast(QApplication, QApplication.instance())
@@ -101,12 +107,7 @@ class AppSettingsDialog(QDialog):
         column.setSpacing(18)
         column.addWidget(self._build_look(page))
         column.addWidget(self._build_start(page))
-        self.price_section: PriceSection | None = None
-        if prices is not None:
-            self.price_section = PriceSection(prices, page)
-            if prices_changed is not None:
-                prices_changed.connect(self.price_section.on_prices_changed)
-            column.addWidget(self.price_section)
+        self._build_own_saves(column, page, prices, prices_changed, web_search, web_search_changed)
         column.addStretch(1)
         scroll.setWidget(page)
 
@@ -124,6 +125,29 @@ class AppSettingsDialog(QDialog):
         outer.setSpacing(6)
         outer.addWidget(scroll, 1)
         outer.addLayout(foot)
+
+    def _build_own_saves(
+        self,
+        column: QVBoxLayout,
+        page: QWidget,
+        prices: PriceFacade | None,
+        prices_changed: SignalInstance | None,
+        web_search: WebSearchFacade | None,
+        web_search_changed: SignalInstance | None,
+    ) -> None:
+        """The sections that save on their own, with their own buttons: prices and web search."""
+        self.price_section: PriceSection | None = None
+        if prices is not None:
+            self.price_section = PriceSection(prices, page)
+            if prices_changed is not None:
+                prices_changed.connect(self.price_section.on_prices_changed)
+            column.addWidget(self.price_section)
+        self.web_search_section: WebSearchSection | None = None
+        if web_search is not None:
+            self.web_search_section = WebSearchSection(web_search, page)
+            if web_search_changed is not None:
+                web_search_changed.connect(self.web_search_section.on_web_search_changed)
+            column.addWidget(self.web_search_section)
 
     def _build_look(self, page: QWidget) -> Section:
         look = Section(t("settings.section.look"), page)
@@ -167,6 +191,8 @@ class AppSettingsDialog(QDialog):
             self._show_preferences(prefs)
         if self.price_section is not None:
             await self.price_section.load()
+        if self.web_search_section is not None:
+            await self.web_search_section.load()
 
     def _show_preferences(self, prefs: Preferences) -> None:
         self._loaded = prefs
@@ -268,3 +294,5 @@ class AppSettingsDialog(QDialog):
         self._calls.cancel_all()
         if self.price_section is not None:
             self.price_section.cancel_calls()
+        if self.web_search_section is not None:
+            self.web_search_section.cancel_calls()

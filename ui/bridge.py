@@ -25,6 +25,7 @@ from core.changes import (
     RunStepAdded,
     SkillsChanged,
     TaskChanged,
+    WebSearchChanged,
 )
 
 # A streamed reply announces every delta; the eye needs no more than about 30 frames a second.
@@ -91,6 +92,7 @@ class EventBridge(QObject):
     skillsChanged = Signal(str)  # a bot's id; "" for a shared skill (every bot's list)
     # A note of a bot's memory was kept, changed or deleted, or its notebook filled or got room (bot id).
     memoryChanged = Signal(str)
+    webSearchChanged = Signal()  # the app's web search setup (the settings' 网页搜索 section re-reads it)
 
     def __init__(
         self,
@@ -139,6 +141,8 @@ class EventBridge(QObject):
             self.skillsChanged.emit(event.bot_id or "")
         elif isinstance(event, MemoryChanged):
             self.memoryChanged.emit(event.bot_id)
+        elif isinstance(event, WebSearchChanged):
+            self.webSearchChanged.emit()
         elif isinstance(event, ChannelChanged):
             self.channelChanged.emit(event.channel_id)
             self._attention.add("")  # a login that expired is a needs-you row

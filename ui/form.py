@@ -5,8 +5,10 @@ a refused field, and the footer every dialog ends with (the error line over Canc
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QKeyEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -187,8 +189,9 @@ class Section(QWidget):
         column.addWidget(self.title)
         column.addWidget(self.well)
 
-    def add(self, row: QWidget) -> QWidget:
-        if self._rows.count():
+    def add(self, row: QWidget, *, ruled: bool = True) -> QWidget:
+        """`ruled=False`: no line above it (a row that brings its own, to hide with it)."""
+        if ruled and self._rows.count():
             line = QFrame(self.well)
             line.setObjectName("settingsLine")
             line.setFixedHeight(1)
@@ -244,3 +247,19 @@ def dialog_footer(error: QWidget, cancel: QPushButton, confirm: QPushButton) -> 
     foot.addWidget(error)
     foot.addLayout(buttons)
     return foot
+
+
+class EnterSubmits(QObject):
+    """Enter in a section's fields saves that section (a price, the search setup), instead of reaching the
+    dialog's default button, which would save the preferences and close the dialog under the typing."""
+
+    def __init__(self, submit: Callable[[], None], parent: QObject) -> None:
+        super().__init__(parent)
+        self._submit = submit
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        enter = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.key() in enter:
+            self._submit()
+            return True
+        return super().eventFilter(watched, event)

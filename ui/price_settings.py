@@ -18,8 +18,7 @@ import logging
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from core.cost.price_facade import PriceFacade, PriceOverrideView
@@ -29,7 +28,7 @@ from ui import theme
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.elided_text import ElidedText
-from ui.form import LABEL_WIDTH, Combo, FieldRow, Section, button, line_input, small_label
+from ui.form import LABEL_WIDTH, Combo, EnterSubmits, FieldRow, Section, button, line_input, small_label
 from ui.i18n import t
 
 log = logging.getLogger(__name__)
@@ -105,22 +104,6 @@ class PriceRow(QWidget):
     def set_removing(self, removing: bool) -> None:
         self.remove_button.setEnabled(not removing)
         self.remove_button.setText(t("prices.removing") if removing else t("prices.remove"))
-
-
-class _EnterSubmits(QObject):
-    """Enter in the price form saves the price, instead of reaching the dialog's default button (which
-    would save the preferences and close the dialog under the person's typing)."""
-
-    def __init__(self, submit: Callable[[], None], parent: QObject) -> None:
-        super().__init__(parent)
-        self._submit = submit
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        enter = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
-        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.key() in enter:
-            self._submit()
-            return True
-        return super().eventFilter(watched, event)
 
 
 class PriceSection(Section):
@@ -237,7 +220,7 @@ class PriceSection(Section):
         form_column.addLayout(actions)
         self.form.hide()
 
-        self._enter = _EnterSubmits(self.submit, self)
+        self._enter = EnterSubmits(self.submit, self)
         for widget in (self.model_input, *self.inputs.values(), self.currency_combo):
             widget.installEventFilter(self._enter)
         return self.form

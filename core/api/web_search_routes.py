@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.api import web
 from core.api.validation import json_object
-from core.web_search.service import WebSearchView
 from core.web_search.settings import KEPT_KEY
+from core.web_search.views import WebSearchView
 
 if TYPE_CHECKING:
     from core.host import Host

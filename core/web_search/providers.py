@@ -11,18 +11,16 @@ import html
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
-Provider = Literal["searxng", "brave", "tavily"]
-PROVIDERS: tuple[Provider, ...] = ("searxng", "brave", "tavily")
-NEEDS_KEY: frozenset[Provider] = frozenset({"brave", "tavily"})
+from core.web_search.views import NAMES, Provider
+
 DEFAULT_URLS: Mapping[Provider, str] = {
     "brave": "https://api.search.brave.com",
     "tavily": "https://api.tavily.com",
 }
-NAMES: Mapping[Provider, str] = {"searxng": "SearXNG", "brave": "Brave Search", "tavily": "Tavily"}
 MAX_SNIPPET = 300
 _TAGS = re.compile(r"<[^>]{0,200}>")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -21,8 +20,6 @@ from core.errors import InvalidInputError, UnavailableError
 from core.store import settings as setting_rows
 from core.web_search.providers import (
     DEFAULT_URLS,
-    NAMES,
-    Provider,
     SearchFailed,
     SearchHit,
     SearchTarget,
@@ -38,6 +35,7 @@ from core.web_search.settings import (
     url_problem,
 )
 from core.web_search.tool import web_search_tool
+from core.web_search.views import NAMES, Provider, WebSearchView
 
 if TYPE_CHECKING:
     from core.agent.session_spec import SessionSpec
@@ -49,18 +47,6 @@ if TYPE_CHECKING:
 ENV_URL = "ERRAND_SEARCH_URL"
 TIMEOUT_S = 15.0
 USER_AGENT = "Errand/0.1 (desktop assistant)"
-
-
-@dataclass(frozen=True, slots=True)
-class WebSearchView:
-    provider: Provider | None  # as the person set it up
-    url: str
-    has_key: bool
-    # What searches use: the setup, or ERRAND_SEARCH_URL in its place.
-    active_provider: Provider | None
-    active_url: str
-    from_environment: bool
-    problem: str  # why there is no web search although one is set up ('' when it works or none is set up)
 
 
 class WebSearchService:

@@ -12,7 +12,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from core.errors import InvalidInputError
-from core.web_search.providers import NEEDS_KEY, PROVIDERS, Provider
+from core.web_search.views import NEEDS_KEY, PROVIDERS, Provider
 
 SETTING = "web_search"
 KEPT_KEY = "********"  # what GET shows for a stored key, and what PUT sends to keep it
