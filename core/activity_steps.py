@@ -1,21 +1,24 @@
 """Activity steps (处理过程, docs/task-stages.md#activity-steps): the folded steps of a reply or a run, and
-how they are built from agent events. One step per model response, tool call and job."""
+how they are built from agent events. One step per model response, tool call and job, and one for what a
+model thought before it answered."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from core.agent import events as ev
 
-StepKind = Literal["model", "tool", "job", "note"]
+StepKind = Literal["model", "tool", "job", "note", "reasoning"]
+_KINDS: frozenset[str] = frozenset(get_args(StepKind))
 
 
 @dataclass(frozen=True, slots=True)
 class ActivityStep:
-    """One folded step of a reply's 处理过程: a model response, a tool call, a job, or a note."""
+    """One folded step of a reply's 处理过程: a model response, a tool call, a job, a note, or the model's
+    reasoning. `chars`: how long a reasoning step's text was before it was cut to `detail`."""
 
     kind: StepKind
     title: str
@@ -24,9 +27,10 @@ class ActivityStep:
     duration_ms: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    chars: int = 0
 
     def to_json(self) -> dict[str, object]:
-        return {
+        row: dict[str, object] = {
             "kind": self.kind,
             "title": self.title,
             "detail": self.detail,
@@ -35,23 +39,30 @@ class ActivityStep:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
         }
+        if self.chars:  # only reasoning steps have it: every other stored row stays as it was
+            row["chars"] = self.chars
+        return row
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> ActivityStep:
         kind = str(data.get("kind", "note"))
         return cls(
-            kind=kind if kind in ("model", "tool", "job", "note") else "note",  # type: ignore[arg-type]
+            kind=kind if kind in _KINDS else "note",  # type: ignore[arg-type]
             title=str(data.get("title", "")),
             detail=str(data.get("detail", "")),
             ok=bool(data.get("ok", True)),
             duration_ms=int(str(data.get("duration_ms", 0))),
             tokens_in=int(str(data.get("tokens_in", 0))),
             tokens_out=int(str(data.get("tokens_out", 0))),
+            chars=int(str(data.get("chars", 0))),
         )
 
 
 MAX_STEPS = 120
 _DETAIL = 2000
+# A reasoning model may think for tens of thousands of characters at every step; the run's stored steps are
+# read whole each time its detail is opened, so only the start is kept (the history has all of it).
+MAX_REASONING = 4000
 
 
 def _clip(text: str, limit: int = _DETAIL) -> str:
@@ -92,6 +103,13 @@ class ActivityLog:
     def feed(self, event: ev.AgentEvent) -> bool:
         """Take one event; returns whether the steps changed."""
         if isinstance(event, ev.AssistantMessage):
+            thought = event.reasoning.strip()
+            if thought:
+                self._add(
+                    ActivityStep(
+                        kind="reasoning", title="", detail=thought[:MAX_REASONING], chars=len(thought)
+                    )
+                )
             detail = _clip(event.text, 400)
             self._add(
                 ActivityStep(

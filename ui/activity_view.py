@@ -1,7 +1,8 @@
 """A reply's folded 处理过程: one quiet line (用时 3.2 秒 · 4 步 ▸) that opens into the list of steps.
 
 Step rows are built only when the line is first opened: most replies are never unfolded, and a long chat
-should not carry hundreds of hidden widgets.
+should not carry hundreds of hidden widgets. A reasoning step is folded once more: one line
+(思考 · 1,234 字 ▸) that opens into what the model thought, built on that first opening too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from ui.elided_text import ElidedText
 from ui.i18n import t
 from ui.icons import tinted_pixmap
 from ui.status_dot import StatusDot
+from ui.task_chip import PressableRow
+from ui.wrapped_label import SELECTABLE, WrappedLabel
 
 FOLDED = "▸"
 UNFOLDED = "▾"
@@ -44,6 +47,18 @@ def step_meta(step: ActivityStep) -> str:
     if step.duration_ms > 0:
         parts.append(formatting.duration(step.duration_ms))
     return " · ".join(parts)
+
+
+def reasoning_line(step: ActivityStep) -> str:
+    """「思考 · 1,234 字」: how much the model thought, counted before the kept text was cut."""
+    return t("step.reasoning", chars=f"{max(step.chars, len(step.detail)):,}")
+
+
+def reasoning_cut(step: ActivityStep) -> str:
+    """What a reasoning step says under its text when only the start was kept; empty when it is whole."""
+    if step.chars <= len(step.detail):
+        return ""
+    return t("step.reasoning.cut", shown=f"{len(step.detail):,}", chars=f"{step.chars:,}")
 
 
 class StepRow(QWidget):
@@ -82,19 +97,78 @@ class StepRow(QWidget):
             head.addWidget(self._failed_mark())
         head.addWidget(self.meta)
 
-        self.detail = ElidedText(step.detail, 3, self)
+        # A reasoning step's text is long prose, not a glance of output: folded to its line until asked for.
+        reasoning = step.kind == "reasoning"
+        self.detail = ElidedText("" if reasoning else step.detail, 3, self)
         self.detail.setObjectName("stepDetail")
         self.detail.setFont(theme.font("mono"))
         self.detail.set_color(c.muted)
+        self.toggle: PressableRow | None = None
+        self.thought: WrappedLabel | None = None
+        self.cut_note: QLabel | None = None
 
         column = QVBoxLayout(self)
         column.setContentsMargins(12, 8, 12, 8)
         column.setSpacing(3)
-        column.addLayout(head)
-        detail_row = QHBoxLayout()
-        detail_row.setContentsMargins(self.ICON_SIZE + 2 + 8, 0, 0, 0)
-        detail_row.addWidget(self.detail)
-        column.addLayout(detail_row)
+        if reasoning:
+            column.addWidget(self._reasoning_toggle(head))
+        else:
+            column.addLayout(head)
+        self._detail_column = QVBoxLayout()
+        self._detail_column.setContentsMargins(self.ICON_SIZE + 2 + 8, 0, 0, 0)
+        self._detail_column.setSpacing(3)
+        self._detail_column.addWidget(self.detail)
+        column.addLayout(self._detail_column)
+
+    @property
+    def expanded(self) -> bool:
+        """Whether a reasoning step shows its text (always False for other steps)."""
+        return self.toggle is not None and self.toggle.isChecked()
+
+    def set_expanded(self, expanded: bool) -> None:
+        if self.toggle is not None:
+            self.toggle.setChecked(expanded)
+
+    def _reasoning_toggle(self, head: QHBoxLayout) -> PressableRow:
+        toggle = PressableRow(self)
+        toggle.setObjectName("reasoningToggle")
+        toggle.setCheckable(True)
+        toggle.setLayout(head)
+        for child in (self._icon, self.title, self.meta):
+            child.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        toggle.toggled.connect(self._on_reasoning_toggled)
+        self.toggle = toggle
+        self._refresh_reasoning_line()
+        return toggle
+
+    def _refresh_reasoning_line(self) -> None:
+        if self.toggle is None:
+            return
+        arrow = UNFOLDED if self.toggle.isChecked() else FOLDED
+        self.title.set_text(f"{reasoning_line(self.step)} {arrow}")
+        hint = "step.reasoning.collapse" if self.toggle.isChecked() else "step.reasoning.expand"
+        self.toggle.setToolTip(t(hint))
+
+    def _on_reasoning_toggled(self, expanded: bool) -> None:
+        if expanded and self.thought is None:
+            self.thought = WrappedLabel(self.step.detail, self)
+            self.thought.setObjectName("reasoningText")
+            self.thought.setTextFormat(Qt.TextFormat.PlainText)
+            self.thought.setTextInteractionFlags(SELECTABLE)
+            self.thought.setProperty("role", "muted")
+            self.thought.setFont(theme.font("small"))
+            self._detail_column.addWidget(self.thought)
+            cut = reasoning_cut(self.step)
+            if cut:
+                self.cut_note = QLabel(cut, self)
+                self.cut_note.setObjectName("reasoningCut")
+                self.cut_note.setProperty("role", "faint")
+                self.cut_note.setFont(theme.font("caption"))
+                self._detail_column.addWidget(self.cut_note)
+        for shown in (self.thought, self.cut_note):
+            if shown is not None:
+                shown.setVisible(expanded)
+        self._refresh_reasoning_line()
 
     def _failed_mark(self) -> QWidget:
         mark = QWidget(self)

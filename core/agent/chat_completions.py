@@ -19,6 +19,7 @@ from core.agent.http_warmup import shared_ssl_context
 from core.agent.messages import (
     ModelMessage,
     ModelResponse,
+    Reasoning,
     ReplyText,
     ResponsePart,
     ToolCall,
@@ -59,6 +60,7 @@ class _Accumulator:
 
     model: str
     text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     calls: dict[int, _ToolCallDraft] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -80,6 +82,12 @@ class _Accumulator:
             if isinstance(content, str) and content:
                 self.text.append(content)
                 on_text(content)
+            # DeepSeek, Qwen, llama.cpp and older vLLM say `reasoning_content`; OpenRouter and newer vLLM
+            # `reasoning`. A server in between may send both with the same text: take one, never both.
+            # Not `on_text`: the live reply is the answer, and the thinking is not.
+            thought = delta.get("reasoning_content") or delta.get("reasoning")
+            if thought and isinstance(thought, str):
+                self.reasoning.append(thought)
             for call in delta.get("tool_calls") or []:
                 draft = self.calls.setdefault(int(call.get("index", 0)), _ToolCallDraft())
                 draft.id = call.get("id") or draft.id
@@ -91,6 +99,8 @@ class _Accumulator:
 
     def response(self) -> ModelResponse:
         parts: list[ResponsePart] = []
+        if self.reasoning:
+            parts.append(Reasoning("".join(self.reasoning)))
         if self.text:
             parts.append(ReplyText("".join(self.text)))
         for index in sorted(self.calls):

@@ -70,7 +70,8 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class AssistantMessage:
-    """One model response finished: its text (may be empty when it only calls tools), model and usage."""
+    """One model response finished: its text (may be empty when it only calls tools), model and usage, and
+    the reasoning it streamed before answering (empty when it showed none)."""
 
     session_id: str
     turn_id: str
@@ -80,6 +81,7 @@ class AssistantMessage:
     usage: Usage
     duration_s: float
     tool_calls: int
+    reasoning: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from core.agent.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    Reasoning,
     ReplyText,
     RequestPart,
     ResponsePart,
@@ -93,6 +94,8 @@ def _request_part(part: RequestPart) -> dict[str, Any]:
 def _response_part(part: ResponsePart) -> dict[str, Any]:
     if isinstance(part, ReplyText):
         return {"type": "text", "text": part.text}
+    if isinstance(part, Reasoning):
+        return {"type": "reasoning", "text": part.text}
     return {"type": "tool_call", "id": part.tool_call_id, "name": part.tool_name, "arguments": part.arguments}
 
 
@@ -127,6 +130,8 @@ def _request_part_from(part: dict[str, Any]) -> RequestPart:
 def _response_part_from(part: dict[str, Any]) -> ResponsePart:
     if part["type"] == "text":
         return ReplyText(str(part["text"]))
+    if part["type"] == "reasoning":
+        return Reasoning(str(part["text"]))
     if part["type"] == "tool_call":
         return ToolCall(str(part["id"]), str(part["name"]), str(part["arguments"]))
     raise UnreadableLine(f"unknown response part {part['type']!r}")

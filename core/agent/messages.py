@@ -1,9 +1,10 @@
 """The messages of a session's history: what was asked of the model and what it answered.
 
 A request carries the person's words and the results of the tools the model called; a response carries the
-model's text and the tools it calls. They are plain frozen records, cheap to build and to import: the
-runtime owns the turn loop and the wire format (`chat_completions.py`), and their form on disk is
-`history_format.py`'s (docs/architecture.md#session-history).
+model's text, the tools it calls and, from a model that shows it, its reasoning. They are plain frozen
+records, cheap to build and to import: the runtime owns the turn loop and the wire format
+(`chat_completions.py`), and their form on disk is `history_format.py`'s
+(docs/architecture.md#session-history).
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ class ModelRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Reasoning:
+    """What the model thought before it answered (`reasoning_content`), as the server streamed it. Kept in
+    the history and shown in the activity steps, never sent back: it is not the answer, and some servers
+    refuse a history that carries it (docs/architecture.md#session-history)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyText:
     text: str
 
@@ -68,7 +78,7 @@ class ToolCall:
         return value
 
 
-ResponsePart = ReplyText | ToolCall
+ResponsePart = Reasoning | ReplyText | ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +105,12 @@ class ModelResponse:
     @property
     def tool_calls(self) -> list[ToolCall]:
         return [p for p in self.parts if isinstance(p, ToolCall)]
+
+    @property
+    def reasoning(self) -> str | None:
+        """The model's reasoning before it answered; None when it showed none."""
+        texts = [p.text for p in self.parts if isinstance(p, Reasoning)]
+        return "".join(texts) if texts else None
 
 
 ModelMessage = ModelRequest | ModelResponse

@@ -11,6 +11,9 @@ assert what the agent sent and benchmarks can measure the gap between a reply an
         ...  # point the code under test at server.base_url
         await server.wait_for_requests(2)
 
+A reply may reason first, as DeepSeek's reasoner and other thinking models do: `Reply.text("done",
+reasoning="The listing says it all.")` streams the reasoning as `reasoning_content` deltas before the answer.
+
 Standalone (benchmarks, manual runs): `python -m tests.fakes.model_server --port 0 --latency 0.1`
 prints its base URL on one line and serves `echo_responder` until SIGTERM/SIGINT.
 """
@@ -94,6 +97,8 @@ class Reply:
     status: int = 200
     message: str = ""
     retry_after: float | None = None
+    # What a reasoning model thinks before it answers, streamed as `reasoning_content` deltas first.
+    reasoning: str = ""
 
     @classmethod
     def text(
@@ -105,8 +110,10 @@ class Reply:
         chunk_delay_s: float = 0.0,
         usage: tuple[int, int] | None = None,
         finish_reason: str = "stop",
+        reasoning: str = "",
     ) -> Reply:
-        """A text answer, streamed as `chunks` roughly equal content deltas."""
+        """A text answer, streamed as `chunks` roughly equal content deltas (after as many
+        `reasoning_content` deltas when `reasoning` is given, as DeepSeek's reasoner does)."""
         if chunks < 1:
             raise ValueError("chunks must be at least 1")
         return cls(
@@ -117,6 +124,7 @@ class Reply:
             chunk_delay_s=chunk_delay_s,
             usage=usage,
             finish_reason=finish_reason,
+            reasoning=reasoning,
         )
 
     @classmethod
@@ -128,8 +136,10 @@ class Reply:
         latency_s: float = 0.0,
         chunk_delay_s: float = 0.0,
         usage: tuple[int, int] | None = None,
+        reasoning: str = "",
     ) -> Reply:
-        """One or more parallel tool calls, optionally preceded by some text."""
+        """One or more parallel tool calls, optionally preceded by some text (and by `reasoning`
+        deltas before everything, when given)."""
         if not calls:
             raise ValueError("a tool_calls reply needs at least one ToolCallSpec")
         return cls(
@@ -140,6 +150,7 @@ class Reply:
             chunk_delay_s=chunk_delay_s,
             usage=usage,
             finish_reason="tool_calls",
+            reasoning=reasoning,
         )
 
     @classmethod
@@ -488,8 +499,10 @@ class _Completion:
             prompt, completion = self.reply.usage
         else:
             messages_size = len(json.dumps(self.body.get("messages", []), ensure_ascii=False))
-            output_size = len(self.reply.content) + sum(
-                len(c.name) + len(c.arguments_json()) for c in self.reply.calls
+            output_size = (
+                len(self.reply.reasoning)
+                + len(self.reply.content)
+                + sum(len(c.name) + len(c.arguments_json()) for c in self.reply.calls)
             )
             prompt, completion = max(1, messages_size // 4), max(1, output_size // 4)
         found: JsonDict = {"prompt_tokens": prompt, "completion_tokens": completion}
@@ -510,6 +523,8 @@ class _Completion:
                 }
                 for i, spec in enumerate(self.reply.calls)
             ]
+        if self.reply.reasoning:
+            message["reasoning_content"] = self.reply.reasoning
         return {
             "id": self.id,
             "object": "chat.completion",
@@ -539,6 +554,13 @@ class _Completion:
                 deltas.append({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
         if self.reply.calls and not self.reply.content:
             deltas[0]["content"] = None
+        if self.reply.reasoning:
+            # DeepSeek's reasoner streams its thinking first, each delta with `content` null.
+            thinking = [
+                {"content": None, "reasoning_content": piece}
+                for piece in _split(self.reply.reasoning, self.reply.chunks)
+            ]
+            deltas[:0] = thinking
         # OpenAI announces the role once, on the first delta.
         deltas[0] = {"role": "assistant", **deltas[0]}
 
