@@ -3,6 +3,7 @@ labels above, state as a dot plus text):
 
     机器人      名称 · 头像
     模型        服务 · 接口地址 · 模型 · API 密钥 · [测试连接] ● 连接成功：… 有回应（120 毫秒）。
+                · 模型能看图片 (follows the model until the person flips it)
     权限        只读 / 工作区可写 / 完全, each with one line of what it means
     后台工作    同时进行 · 安静时段 · 暂停后台工作 · 预算保护 (read only, when the reserve has a line)
     渠道        the bot's channels with 重新扫码 / 移除, and 连接微信 (ui.channel_settings; acts at once)
@@ -41,6 +42,7 @@ from PySide6.QtWidgets import (
 
 from core.bots.avatars import AVATAR_COLOURS
 from core.bots.facade import BotFacade
+from core.bots.model_images import images_by_default
 from core.bots.views import BotUpdate, BotView, ConnectionCheck, ModelPreset
 from core.channels.facade import ChannelFacade
 from core.errors import InvalidInputError, UnavailableError
@@ -146,6 +148,8 @@ class BotSettingsDialog(QDialog):
         self._bot: BotView | None = None
         self._presets: list[ModelPreset] = []
         self._key_cleared = False
+        # Until the person flips 模型能看图片, it follows what the typed model is known to take.
+        self._images_touched = False
         self._calls = AsyncCalls()
         self._test_round = 0  # bumped when what is tested changes: an older test's outcome is dropped
         self._reserve_line = reserve_line.strip()
@@ -246,11 +250,11 @@ class BotSettingsDialog(QDialog):
         self.base_url_input = line_input(section, "https://api.deepseek.com/v1")
         self.base_url_input.textEdited.connect(self._on_base_url_edited)
         self.model_input = Combo(section, editable=True)
-        self.model_input.activated.connect(lambda _index: self._forget_test())
+        self.model_input.activated.connect(lambda _index: self._on_model_changed())
         line = self.model_input.lineEdit()
         if line is not None:
             line.setPlaceholderText("deepseek-chat")
-            line.textEdited.connect(lambda _text: self._forget_test())
+            line.textEdited.connect(lambda _text: self._on_model_changed())
         self.key_input = line_input(section, t("settings.key.none"))
         self.key_input.setEchoMode(QLineEdit.EchoMode.Password)
         self.key_input.textEdited.connect(lambda _text: self._forget_test())
@@ -285,7 +289,12 @@ class BotSettingsDialog(QDialog):
         self.rows["apiKey"].hint.setTextFormat(Qt.TextFormat.RichText)
         self.rows["apiKey"].hint.setOpenExternalLinks(True)
         self.rows["test"] = FieldRow("", test_line, parent=section)
-        for key in ("provider", "baseUrl", "model", "apiKey", "test"):
+        self.images_switch = Switch(t("settings.images.switch"), section)
+        self.images_switch.clicked.connect(self._on_images_clicked)
+        self.rows["images"] = FieldRow(
+            t("settings.images"), self.images_switch, t("settings.images.hint"), parent=section
+        )
+        for key in ("provider", "baseUrl", "model", "apiKey", "test", "images"):
             section.add(self.rows[key])
         return section
 
@@ -430,6 +439,8 @@ class BotSettingsDialog(QDialog):
         self.quiet_off.setChecked(off)
         self._on_quiet_off(off)
         self.paused_switch.setChecked(bot.paused)
+        self._images_touched = False
+        self.images_switch.setChecked(bot.images)
         self._paint_preview()
         self.save_button.setEnabled(True)
 
@@ -475,6 +486,7 @@ class BotSettingsDialog(QDialog):
         end = start if self.quiet_off.isChecked() else self.quiet_end.time().toString("HH:mm")
         quiet_changed = (start, end) != (bot.quiet_start, bot.quiet_end)
         paused = self.paused_switch.isChecked()
+        images = self.images_switch.isChecked()
         return BotUpdate(
             name=name if name != bot.name else None,
             avatar=avatar if avatar != resolve_colour(bot.avatar, bot.id) else None,
@@ -486,6 +498,8 @@ class BotSettingsDialog(QDialog):
             quiet_start=start if quiet_changed else None,
             quiet_end=end if quiet_changed else None,
             paused=paused if paused != bot.paused else None,
+            # Sent only when it differs from what the bot would do anyway (its choice, else its model's).
+            images=images if images != self._images_expected(base_url, model) else None,
         )
 
     def test_connection(self) -> None:
@@ -627,6 +641,7 @@ class BotSettingsDialog(QDialog):
         self.base_url_input.setText(preset.base_url)
         self._offer_models(preset, keep="")
         self._show_key_state()
+        self._follow_model_images()
 
     def _offer_models(self, preset: ModelPreset, keep: str) -> None:
         self.model_input.clear()
@@ -636,6 +651,34 @@ class BotSettingsDialog(QDialog):
     def _on_base_url_edited(self, _text: str) -> None:
         self._forget_test()
         self._match_provider()
+        self._follow_model_images()
+
+    def _on_model_changed(self) -> None:
+        self._forget_test()
+        self._follow_model_images()
+
+    def _on_images_clicked(self, _checked: bool) -> None:
+        self._images_touched = True
+
+    def _images_expected(self, base_url: str, model: str) -> bool:
+        """What the bot does about images with this address and model when the switch is not sent."""
+        bot = self._bot
+        if bot is None:
+            return False
+        if bot.images_chosen is not None:
+            return bot.images_chosen
+        if (base_url, model) == (bot.model_base_url, bot.model_name):
+            return bot.images  # as read: the core knows best (ERRAND_MODEL_IMAGES, say)
+        return images_by_default(base_url, model)
+
+    def _follow_model_images(self) -> None:
+        """A new address or model moves the switch to what that model is known to take, unless the person
+        chose (now or before)."""
+        if self._images_touched or self._bot is None or self._bot.images_chosen is not None:
+            return
+        base_url = self.base_url_input.text().strip()
+        model = self.model_input.currentText().strip()
+        self.images_switch.setChecked(self._images_expected(base_url, model))
 
     # -- closing ---------------------------------------------------------------------------------------
 

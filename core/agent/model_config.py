@@ -18,6 +18,9 @@ class ModelConfig:
     model: str
     api_key: str = field(default="", repr=False)  # never printed, logged or stored by this object
     provider: str = "openai"
+    # The model takes images as content parts: an image a person sent is shown to it, not only named
+    # (core/agent/images.py, docs/models.md#images).
+    images: bool = False
 
     @property
     def configured(self) -> bool:

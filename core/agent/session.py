@@ -117,8 +117,10 @@ class AgentSession:
         self._tools: dict[str, ToolSpec] = {}
         self._tool_definitions: list[ToolDefinition] = []
         self._build_tools()
-        # The history as the running turn's requests sent it: each step encodes only what it added.
-        self._encoded = EncodedHistory()
+        # The history as the running turn's requests sent it: each step encodes only what it added. Images
+        # a person sent are read from the bot's workspace inbox when the model takes them
+        # (docs/models.md#images).
+        self._encoded = EncodedHistory(spec.permission.workspace, images=spec.model.images)
 
     # ---- public operations -------------------------------------------------------------------------
 
@@ -219,6 +221,7 @@ class AgentSession:
     def set_model(self, model: ModelConfig) -> None:
         """Use another model from the next request on (bot settings changed)."""
         self.spec = dataclasses.replace(self.spec, model=model)
+        self._encoded.take_images(self.spec.permission.workspace, model.images)
 
     async def close(self) -> None:
         self._closed = True
@@ -461,6 +464,8 @@ class AgentSession:
         clock = self._runtime.clock
         client = self._runtime.model_client(self.spec.model)
         self._emit(ev.ModelRequestStarted(self.session_id, turn_id, step))
+        # The images the new messages name are read in a worker thread; without images this returns at once.
+        await self._encoded.prepare(self.history)
         started = clock.monotonic()
 
         def on_text(delta: str) -> None:
@@ -486,6 +491,7 @@ class AgentSession:
                 ev.Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens),
                 clock.monotonic() - started,
                 len(response.tool_calls),
+                reasoning=response.reasoning or "",
             )
         )
         return response

@@ -12,7 +12,7 @@ from core.bots.views import BotUpdate
 from core.errors import InvalidInputError
 
 _TOP_FIELDS = frozenset(
-    {"name", "avatar", "model", "preset", "taskSlots", "quietHours", "paused", "windowNudge"}
+    {"name", "avatar", "model", "preset", "taskSlots", "quietHours", "paused", "windowNudge", "images"}
 )
 _MODEL_FIELDS = frozenset({"provider", "baseUrl", "model", "apiKey"})
 _QUIET_FIELDS = frozenset({"start", "end"})
@@ -47,8 +47,8 @@ def _object(body: dict[str, Any], key: str) -> dict[str, Any]:
 
 def bot_update_from_json(body: dict[str, Any]) -> BotUpdate:
     """`{name?, avatar?, model?: {provider?, baseUrl?, model?, apiKey?}, preset?, taskSlots?,
-    quietHours?: {start?, end?}, paused?, windowNudge?}`. A missing or null field stays as it is;
-    `apiKey: ""` removes the stored key."""
+    quietHours?: {start?, end?}, paused?, windowNudge?, images?}`. A missing or null field stays as it is;
+    `apiKey: ""` removes the stored key; `images` is whether the model is shown images."""
     _no_unknown(body, _TOP_FIELDS)
     model = _object(body, "model")
     _no_unknown(model, _MODEL_FIELDS, "model.")
@@ -63,6 +63,9 @@ def bot_update_from_json(body: dict[str, Any]) -> BotUpdate:
     nudge = body.get("windowNudge")
     if nudge is not None and not isinstance(nudge, bool):
         raise InvalidInputError("windowNudge", "must be true or false")
+    images = body.get("images")
+    if images is not None and not isinstance(images, bool):
+        raise InvalidInputError("images", "must be true or false")
     return BotUpdate(
         name=_str(body, "name", "name"),
         avatar=_str(body, "avatar", "avatar"),
@@ -76,6 +79,7 @@ def bot_update_from_json(body: dict[str, Any]) -> BotUpdate:
         quiet_end=_str(quiet, "end", "quietHours.end"),
         paused=paused,
         window_nudge=nudge,
+        images=images,
     )
 
 

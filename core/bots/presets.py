@@ -13,6 +13,7 @@ _CLOUD: tuple[ModelPreset, ...] = (
         base_url="https://api.deepseek.com/v1",
         model="deepseek-chat",
         key_hint="https://platform.deepseek.com/api_keys",
+        images=False,  # deepseek-chat reads text only
     ),
     ModelPreset(
         key="openai",
@@ -20,6 +21,7 @@ _CLOUD: tuple[ModelPreset, ...] = (
         base_url="https://api.openai.com/v1",
         model="gpt-4o-mini",
         key_hint="https://platform.openai.com/api-keys",
+        images=True,
     ),
     ModelPreset(
         key="openrouter",
@@ -27,6 +29,7 @@ _CLOUD: tuple[ModelPreset, ...] = (
         base_url="https://openrouter.ai/api/v1",
         model="openai/gpt-4o-mini",
         key_hint="https://openrouter.ai/keys",
+        images=True,
     ),
 )
 
@@ -54,6 +57,8 @@ class ModelPresets:
                     needs_key=False,
                     local=True,
                     models=models,
+                    # Any model may be pulled: the person turns images on for one that sees.
+                    images=False,
                 )
             )
         return presets

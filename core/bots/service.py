@@ -16,6 +16,7 @@ from core.agent.model_config import ModelConfig
 from core.agent.sandbox import Permission, Preset
 from core.bots.connection_test import check_connection
 from core.bots.local_models import DEFAULT_OLLAMA_URL
+from core.bots.model_images import images_by_default
 from core.bots.presets import ModelPresets
 from core.bots.secret_store import FileFallback, SecretStore, SecretStoreUnavailableError
 from core.bots.settings_changes import settings_changes
@@ -23,6 +24,7 @@ from core.bots.validation import (
     MAX_NAME,
     validate_api_key,
     validate_base_url,
+    validate_images,
     validate_model_name,
     validate_name,
     validate_preset,
@@ -119,6 +121,8 @@ class BotService:
             quiet_end=record.quiet_end,
             paused=record.paused,
             window_nudge=record.window_nudge,
+            images=config.images,
+            images_chosen=record.model_images,
         )
 
     async def ensure_default(self) -> BotView:
@@ -165,12 +169,15 @@ class BotService:
         model: str = "",
         api_key: str | None = None,
         preset: str = Preset.WORKSPACE_WRITE.value,
+        images: bool | None = None,
     ) -> BotView:
+        """`images` None: as the model is known to (docs/models.md#images)."""
         name = validate_name(name)
         base_url = validate_base_url(base_url)
         preset = validate_preset(preset)
         model = validate_model_name(model)
         api_key = validate_api_key(api_key) if api_key else ""
+        model_images = None if images is None else validate_images(images)
         bot_id = new_id("b")
         key_ref = ""
         if api_key:
@@ -193,6 +200,7 @@ class BotService:
                 model_name=model,
                 api_key_ref=key_ref,
                 preset=preset,
+                model_images=model_images,
             )
 
         try:
@@ -290,7 +298,13 @@ class BotService:
                 model=o.model or config.model,
                 api_key=o.api_key or config.api_key,
             )
-        return config
+        # The person's choice, else what the model (as the environment may have set it) is known to take;
+        # ERRAND_MODEL_IMAGES=1 turns images on for the default bot.
+        chosen = record.model_images
+        images = images_by_default(config.base_url, config.model) if chosen is None else chosen
+        if record.is_default and self._override is not None and self._override.images:
+            images = True
+        return replace(config, images=images)
 
     async def model_config(self, bot_id: str) -> ModelConfig:
         return await self.model_config_of(await self._record(bot_id))

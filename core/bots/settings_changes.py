@@ -8,6 +8,7 @@ from core.bots.validation import (
     validate_avatar,
     validate_base_url,
     validate_clock_time,
+    validate_images,
     validate_model_name,
     validate_name,
     validate_preset,
@@ -50,4 +51,6 @@ def settings_changes(update: BotUpdate) -> BotChanges:
         if not isinstance(update.window_nudge, bool):
             raise InvalidInputError("windowNudge", "must be true or false")
         changes["window_nudge"] = update.window_nudge
+    if update.images is not None:
+        changes["model_images"] = validate_images(update.images)
     return changes

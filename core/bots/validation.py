@@ -114,6 +114,13 @@ def validate_provider(value: str) -> str:
     return value
 
 
+def validate_images(value: object) -> bool:
+    """Whether the bot's model is shown images: a JSON true or false, nothing that only looks like one."""
+    if not isinstance(value, bool):
+        raise InvalidInputError("images", "must be true or false")
+    return value
+
+
 def validate_api_key(value: str) -> str:
     """The key as stored; empty removes it. Whitespace around a pasted key is never part of it."""
     value = value.strip()

@@ -26,6 +26,8 @@ class BotView:
     quiet_end: str = "08:00"
     paused: bool = False  # background work paused: no new task runs, scheduled rules skipped, pushes wait
     window_nudge: bool = True  # the one 「回个 ok」 line before a chat platform's reply window closes
+    images: bool = False  # its model is shown the images a person sends (docs/models.md#images)
+    images_chosen: bool | None = None  # what the person chose; None = as the model is known to
 
     @property
     def configured(self) -> bool:
@@ -51,6 +53,7 @@ class BotView:
             "quietHours": {"start": self.quiet_start, "end": self.quiet_end},
             "paused": self.paused,
             "windowNudge": self.window_nudge,
+            "images": self.images,
             "configured": self.configured,
         }
 
@@ -72,6 +75,7 @@ class BotUpdate:
     quiet_end: str | None = None
     paused: bool | None = None
     window_nudge: bool | None = None
+    images: bool | None = None  # the person's choice: the model is shown images, or only told of them
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,7 @@ class ModelPreset:
     local: bool = False
     models: tuple[str, ...] = ()
     key_hint: str = ""  # where to get a key, e.g. "https://platform.deepseek.com/api_keys"
+    images: bool = False  # its suggested model takes images (core/bots/model_images.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ class BotRecord:
     quiet_end: str = "08:00"
     paused: bool = False
     window_nudge: bool = True
+    model_images: bool | None = None  # None: as the model is known to (core/bots/model_images.py)
 
 
 class BotChanges(TypedDict, total=False):
@@ -51,6 +52,7 @@ class BotChanges(TypedDict, total=False):
     quiet_end: str
     window_nudge: bool
     paused: bool
+    model_images: bool | None
 
 
 UPDATABLE_FIELDS = frozenset(BotChanges.__annotations__)
@@ -69,6 +71,7 @@ def insert_bot(
     api_key_ref: str = "",
     preset: str = "workspace-write",
     is_default: bool = False,
+    model_images: bool | None = None,
 ) -> BotRecord:
     """A new default bot takes the default flag from whichever bot had it."""
     _require_absolute(workspace)
@@ -84,6 +87,7 @@ def insert_bot(
         api_key_ref=api_key_ref,
         preset=preset,
         is_default=is_default,
+        model_images=model_images,
         created_at=now,
         updated_at=now,
     )
@@ -158,4 +162,5 @@ def _record(row: BotRow) -> BotRecord:
         quiet_end=row.quiet_end,
         paused=row.paused,
         window_nudge=row.window_nudge,
+        model_images=row.model_images,
     )

@@ -253,6 +253,11 @@ def _create_memory(conn: Connection) -> None:
     Base.metadata.create_all(conn, tables=tables)
 
 
+def _add_bot_model_images(conn: Connection) -> None:
+    # NULL until the person chooses: the bot follows what its model is known to take.
+    add_column(conn, "bots", Column("model_images", Boolean, nullable=True))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -288,7 +293,8 @@ MIGRATIONS: list[Migration] = [
     Migration(15, "runs.error_words: a failed run's reason in each language", _add_run_error_words),
     Migration(16, "mcp_servers: a bot's MCP servers", _create_mcp_servers),
     Migration(17, "memory_entries, memory_notebooks: each bot's memory", _create_memory),
-    # Append here: Migration(18, "...", _function_taking_a_connection),
+    Migration(18, "bots.model_images: whether the bot's model is shown images", _add_bot_model_images),
+    # Append here: Migration(19, "...", _function_taking_a_connection),
 ]
 
 

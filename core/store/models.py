@@ -42,6 +42,8 @@ class BotRow(Base):
     paused: Mapped[bool] = mapped_column(default=False, server_default=false())
     # The one 「回个「ok」」 nudge before a chat channel's reply window closes (migration 10).
     window_nudge: Mapped[bool] = mapped_column(default=True, server_default=true())
+    # Whether its model is shown images (migration 18); NULL = as its model is known to take them.
+    model_images: Mapped[bool | None] = mapped_column(default=None, nullable=True)
     created_at: Mapped[float]
     updated_at: Mapped[float]
 

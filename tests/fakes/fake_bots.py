@@ -144,6 +144,8 @@ class FakeBotFacade:
                 ("quiet_start", changes.quiet_start),
                 ("quiet_end", changes.quiet_end),
                 ("paused", changes.paused),
+                ("images", changes.images),
+                ("images_chosen", changes.images),
             )
             if v is not None
         }

@@ -348,6 +348,43 @@ async def test_bot_settings_send_what_changed(qtbot: QtBot, bots: FakeBotFacade)
     ]
 
 
+async def test_the_images_switch_follows_the_model_until_the_person_flips_it(
+    qtbot: QtBot, bots: FakeBotFacade
+) -> None:
+    bot = bots.add()  # deepseek-chat: sees no images, and the person never chose
+    dialog = await bot_settings(qtbot, bots, bot.id)
+    saved: list[object] = []
+    dialog.saved.connect(saved.append)
+    assert dialog.rows["images"].isVisible() and not dialog.images_switch.isChecked()
+
+    pick(dialog.provider_combo, "openai")
+    assert dialog.images_switch.isChecked(), "gpt-4o-mini sees images"
+    pick(dialog.provider_combo, "deepseek")
+    assert not dialog.images_switch.isChecked()
+
+    click(dialog.images_switch)  # the person's own choice: it stays whatever model comes next
+    pick(dialog.provider_combo, "openai")
+    pick(dialog.provider_combo, "deepseek")
+    assert dialog.images_switch.isChecked()
+    click(dialog.save_button)
+    await wait_until(lambda: bool(saved))
+    assert bots.updates == [(bot.id, BotUpdate(images=True))]
+
+
+async def test_a_chosen_images_setting_is_kept_when_the_model_changes(
+    qtbot: QtBot, bots: FakeBotFacade
+) -> None:
+    bot = bots.add(images=False, images_chosen=False)
+    dialog = await bot_settings(qtbot, bots, bot.id)
+    saved: list[object] = []
+    dialog.saved.connect(saved.append)
+    pick(dialog.provider_combo, "openai")
+    assert not dialog.images_switch.isChecked()
+    click(dialog.save_button)
+    await wait_until(lambda: bool(saved))
+    assert bots.updates[0][1].images is None  # unchanged: nothing to send
+
+
 async def test_cancel_discards(qtbot: QtBot, bots: FakeBotFacade) -> None:
     bot = bots.add()
     dialog = await bot_settings(qtbot, bots, bot.id)
