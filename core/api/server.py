@@ -19,14 +19,24 @@ from core.api.bot_settings import bot_update_from_json, connection_request_from_
 from core.api.channel_routes import add_channel_routes
 from core.api.mcp_routes import add_mcp_routes
 from core.api.memory_routes import add_memory_routes
+from core.api.multipart import form_parts
 from core.api.price_routes import add_price_routes
 from core.api.rule_routes import add_rule_routes
 from core.api.search_routes import add_search_routes
 from core.api.skills_routes import add_skills_routes
-from core.api.validation import MAX_BODY, BodyTooLargeError, json_object, optional_str, required_str
+from core.api.validation import (
+    MAX_BODY,
+    BodyTooLargeError,
+    json_object,
+    optional_str,
+    read_body,
+    required_str,
+)
 from core.api.views import conversation_json, live_json, message_json
 from core.api.web_search_routes import add_web_search_routes
 from core.changes import MessagesChanged
+from core.chat import attachments as attachment_files
+from core.chat.attachment import MAX_MESSAGE_BYTES
 from core.chat.service import MAX_TEXT
 from core.errors import (
     ConflictError,
@@ -233,6 +243,8 @@ class ApiServer:
             model=optional_str(body, "model"),
             api_key=api_key,
             preset=optional_str(body, "preset", "workspace-write"),
+            # true/false: the person's choice; missing or null: as the model is known to (checked there).
+            images=body.get("images"),
         )
         return web.json_response(bot.to_json(), status=201)
 
@@ -274,6 +286,7 @@ class ApiServer:
                         "local": p.local,
                         "models": list(p.models),
                         "keyHint": p.key_hint,
+                        "images": p.images,
                     }
                     for p in presets
                 ]
@@ -324,10 +337,23 @@ class ApiServer:
         )
 
     async def post_message(self, request: web.Request) -> web.Response:
+        """`{text, attachments?: [{name, mediaType, dataBase64}]}`, or a multipart form with a `text` field
+        and file parts (docs/chat.md#attachments)."""
         conversation_id = request.match_info["id"]
-        body = await json_object(request)
-        text = required_str(body, "text")
-        message = await self._host.chat.say(conversation_id, text)
+        content_type = request.headers.get("content-type", "")
+        try:
+            if content_type.lower().startswith("multipart/form-data"):
+                parts = form_parts(content_type, await read_body(request, MAX_MESSAGE_BYTES))
+                said = parts.get("text", "")
+                text = said if isinstance(said, str) else ""
+                attachments = attachment_files.from_parts(parts)
+            else:
+                body = await json_object(request, cap=MAX_MESSAGE_BYTES)
+                attachments = attachment_files.from_json(body.get("attachments"))
+                text = optional_str(body, "text") if attachments else required_str(body, "text")
+        except BodyTooLargeError:
+            raise BodyTooLargeError("body", attachment_files.TOO_LARGE) from None
+        message = await self._host.chat.say(conversation_id, text, attachments=attachments)
         return web.json_response({"message": message_json(message)}, status=202)
 
     # ---- tasks (docs/architecture.md#the-local-api) -------------------------------------------------

@@ -31,9 +31,10 @@ class BodyTooLargeError(InvalidInputError):
     code = "too_large"
 
 
-async def json_object(request: web.Request, *, optional: bool = False) -> dict[str, Any]:
-    """The body as a JSON object, checked as above. With `optional`, an empty body is `{}`."""
-    raw = await _read(request)
+async def json_object(request: web.Request, *, optional: bool = False, cap: int = MAX_BODY) -> dict[str, Any]:
+    """The body as a JSON object, checked as above. With `optional`, an empty body is `{}`; `cap` is for a
+    route that takes files in its JSON (a chat message's attachments)."""
+    raw = await read_body(request, cap)
     if not raw.strip():
         if optional:
             return {}
@@ -58,15 +59,16 @@ async def json_object(request: web.Request, *, optional: bool = False) -> dict[s
     return body
 
 
-async def _read(request: web.Request) -> bytes:
-    # A declared length is refused before a byte is read; a chunked body stops at the app's client_max_size
-    # (set to MAX_BODY), so neither is ever held in memory whole.
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        raise BodyTooLargeError("body", f"is larger than {MAX_BODY} bytes; send less")
+async def read_body(request: web.Request, cap: int = MAX_BODY) -> bytes:
+    # A declared length is refused before a byte is read; a chunked body stops at the cap, so neither is
+    # ever held in memory whole.
+    too_large = f"is larger than {cap} bytes; send less"
+    if request.content_length is not None and request.content_length > cap:
+        raise BodyTooLargeError("body", too_large)
     try:
-        return await request.read()
+        return await request.read(cap)
     except web.BodyTooLarge:
-        raise BodyTooLargeError("body", f"is larger than {MAX_BODY} bytes; send less") from None
+        raise BodyTooLargeError("body", too_large) from None
 
 
 def check_json_values(body: dict[str, Any]) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+from core.chat.attachment import Attachment
 from core.chat.views import ConversationView, LiveReply, MessageView
 
 
@@ -14,8 +16,11 @@ class ChatFacade(Protocol):
 
     async def list_messages(self, conversation_id: str) -> list[MessageView]: ...
 
-    async def say(self, conversation_id: str, text: str) -> MessageView:
-        """The desktop user speaks. Returns the stored user message at once; the reply comes later."""
+    async def say(
+        self, conversation_id: str, text: str, *, attachments: Sequence[Attachment] = ()
+    ) -> MessageView:
+        """The desktop user speaks, with files attached or not. Returns the stored user message at once;
+        the reply comes later. InvalidInputError naming the attachment that is refused (nothing kept)."""
         ...
 
     def live_reply(self, conversation_id: str) -> LiveReply | None:

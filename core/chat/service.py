@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,9 @@ from core.bots.service import BotService
 from core.bus import EventBus
 from core.changes import ConversationsChanged, LiveReplyChanged, MessagesChanged
 from core.chat import rule_origins
+from core.chat.attachment import Attachment
+from core.chat.attachments import check_all, with_markers
+from core.chat.attachments import save_all as save_attachments
 from core.chat.ports import ChatToolSource, ReplyOutbox, TaskChips
 from core.chat.retry import find_failed_reply, offer_retry, replace_failed_reply, retryable_id
 from core.chat.views import (
@@ -34,7 +37,7 @@ from core.chat.views import (
     TaskChip,
 )
 from core.clock import Clock
-from core.errors import ConflictError, InvalidInputError, NotFoundError
+from core.errors import ConflictError, InvalidInputError, NotFoundError, UnavailableError
 from core.ids import chat_session_id, new_id
 from core.store import approvals as approval_rows
 from core.store import conversations as conv_rows
@@ -274,14 +277,33 @@ class ChatService:
         self._bus.publish(ConversationsChanged())
         return await self.get_conversation(conversation_id)
 
-    async def say(self, conversation_id: str, text: str, *, source: str = "") -> MessageView:
+    async def say(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        source: str = "",
+        attachments: Sequence[Attachment] = (),
+    ) -> MessageView:
         """Store the person's words and queue the turn that answers them. With `source` (a channel's stored
-        message), saying it again gives the message stored the first time and starts no second turn."""
-        if not isinstance(text, str) or not text.strip():
+        message), saying it again gives the message stored the first time and starts no second turn.
+        `attachments` are saved in the conversation's inbox first and named in the stored text
+        (core.chat.attachments); words may then be empty."""
+        if not isinstance(text, str) or not (text.strip() or attachments):
             raise InvalidInputError("text", "must be a non-empty string")
         if len(text) > MAX_TEXT:
             raise InvalidInputError("text", f"must be at most {MAX_TEXT} characters")
+        check_all(attachments)
         conversation = await self._conversation(conversation_id)
+        if attachments:
+            # Before the message is stored: a message never names a file that is not there. A crash between
+            # leaves files no message names; sending again finds them and keeps one copy of each.
+            workspace = self._bots.workspace_of(conversation.bot_id)
+            try:
+                markers = await save_attachments(attachments, workspace, conversation_id)
+            except OSError as exc:
+                raise UnavailableError(f"the attachments could not be saved in {workspace}: {exc}") from exc
+            text = with_markers(text, markers)
         now = self._clock.time()
 
         def store(s: Session) -> tuple[MessageRecord, bool]:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.changes import ConversationsChanged, MessagesChanged, TaskChanged
+from core.chat.attachments import absolute_markers
 from core.chat.destination import conversation_for
 from core.clock import Clock
 from core.cost.budget_answer import parse_budget_answer
@@ -164,7 +165,14 @@ class TaskCommands:
                 s,
                 id=new_id("i"),
                 kind="brief",
-                text=task_brief(words=words, brief=brief, recent=recent[-6:]),
+                text=task_brief(
+                    words=words,
+                    brief=brief,
+                    recent=recent[-6:],
+                    attachments=absolute_markers(
+                        [*(text for _, text in recent[-6:]), words], Path(bot.workspace)
+                    ),
+                ),
                 now=now,
                 task_id=task_id,
                 from_person=True,

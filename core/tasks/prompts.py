@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 MAX_BRIEF = 1500
 RECENT_MESSAGES = 6
+MAX_ATTACHMENTS = 20
 
 TASK_SECTION = """You are working on a background task for the user: {title}.
 Your folder is {folder}; keep your files there.
@@ -46,13 +47,18 @@ SETTLE_LIMIT_NOTE = (
 )
 
 
-def task_brief(*, words: str, brief: str, recent: Sequence[tuple[str, str]]) -> str:
+def task_brief(
+    *, words: str, brief: str, recent: Sequence[tuple[str, str]], attachments: Sequence[str] = ()
+) -> str:
     """The task's first input (docs/chat.md#starting-a-task-from-chat): the user's words verbatim, the agent's
-    brief, recent chat."""
+    brief, recent chat, and the files the user sent there, by their absolute paths (`[image: /…]`)."""
     parts = [f"The user asked:\n{words.strip()}"]
     if brief.strip() and brief.strip() != words.strip():
         parts.append(f"Brief from the chat assistant:\n{brief.strip()[:MAX_BRIEF]}")
     if recent:
         lines = "\n".join(f"{role}: {text.strip()[:500]}" for role, text in recent[-RECENT_MESSAGES:])
         parts.append(f"The last messages of the conversation:\n{lines}")
+    if attachments:
+        listed = "\n".join(attachments[-MAX_ATTACHMENTS:])
+        parts.append(f"Files the user sent in the conversation (open them by these paths):\n{listed}")
     return "\n\n".join(parts)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from core.activity_steps import ActivityStep
 from core.bus import EventBus
 from core.changes import ConversationsChanged, LiveReplyChanged, MessagesChanged, TaskChanged
+from core.chat.attachment import Attachment
+from core.chat.attachments import with_markers
 from core.chat.views import (
     ConversationView,
     LiveReply,
@@ -31,6 +33,7 @@ class FakeChatFacade:
         self.bus = bus or EventBus()
         self.bot_name = bot_name
         self.said: list[tuple[str, str]] = []
+        self.attached: list[list[Attachment]] = []  # the files of each say, in order
         self.cancelled: list[str] = []
         self.retried: list[tuple[str, int]] = []
         self.retry_error: Exception | None = None  # set to make `retry` refuse
@@ -74,11 +77,18 @@ class FakeChatFacade:
             for m in messages
         ]
 
-    async def say(self, conversation_id: str, text: str) -> MessageView:
+    async def say(
+        self, conversation_id: str, text: str, *, attachments: Sequence[Attachment] = ()
+    ) -> MessageView:
         self.said.append((conversation_id, text))
+        self.attached.append(list(attachments))
         if self.say_error is not None:
             raise self.say_error
-        return self.add_message(conversation_id, "user", text, state="taken")
+        names = [
+            f"[{'image' if a.media_type.startswith('image/') else 'file'}: inbox/{a.name}]"
+            for a in attachments
+        ]
+        return self.add_message(conversation_id, "user", with_markers(text, names), state="taken")
 
     def live_reply(self, conversation_id: str) -> LiveReply | None:
         return self._live.get(conversation_id)
