@@ -2,8 +2,10 @@
 
     .venv/bin/python -m bench.render_chat [OUT_DIR] [--lang zh|en]
 
-Runs offscreen. For both schemes it writes chat-<scheme>-<lang>.png (scrolled to the end, as opened) and
-chat-<scheme>-<lang>-top.png into OUT_DIR (default /tmp/errand-shots).
+Runs offscreen. For both schemes it writes chat-<scheme>-<lang>.png (scrolled to the end, as opened),
+chat-<scheme>-<lang>-top.png and chat-files-<scheme>-<lang>.png (a message sent with files, and a pasted
+picture and a file waiting in the composer, one refused as too large) into OUT_DIR (default
+/tmp/errand-shots).
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import asyncio
+import tempfile
 import time
 from pathlib import Path
 
+from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication
 
 from bench.render_runner import render_main
 from core.activity_steps import ActivityStep
+from core.chat.attachment import MAX_FILE_BYTES
 from tests.fakes.fake_chat import FakeChatFacade
 from ui import i18n, theme
 from ui.bridge import EventBridge
@@ -110,11 +115,42 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     window.chat_view.scroll_to_top()
     await asyncio.sleep(0.05)
     window.grab().save(str(out_dir / f"chat-{scheme}-{lang}-top.png"))
+    await render_files(window, facade, out_dir, scheme, lang)
     window.shutdown()
     bridge.close()
     window.close()
     window.deleteLater()
     return path
+
+
+async def render_files(
+    window: MainWindow, facade: FakeChatFacade, out_dir: Path, scheme: theme.Scheme, lang: i18n.Language
+) -> None:
+    conversation = window.chat_view.conversation_id
+    assert conversation is not None
+    facade.add_message(
+        conversation,
+        "user",
+        "帮我看看这张截图和这份报告\n[image: inbox/c_1/pasted-9f86d081884c.png]\n"
+        "[file: inbox/c_1/季度报告.pdf]",
+    )
+    composer = window.chat_view.composer
+    image = QImage(320, 200, QImage.Format.Format_RGB32)
+    image.fill(QColor("#2f6bd8"))
+    composer.add_image(image)
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "GPU 价格对比 2026-12.xlsx"
+        report.write_bytes(b"x" * 183_000)
+        huge = Path(folder) / "录屏.mp4"
+        huge.touch()
+        os.truncate(huge, MAX_FILE_BYTES + 5 * 1024 * 1024)
+        composer.add_paths([report, huge])
+    composer.set_text("对比一下")
+    for _ in range(20):
+        await asyncio.sleep(0.02)
+    window.chat_view.scroll_to_bottom()
+    await asyncio.sleep(0.05)
+    window.grab().save(str(out_dir / f"chat-files-{scheme}-{lang}.png"))
 
 
 async def render_one(

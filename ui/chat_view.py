@@ -17,6 +17,7 @@ and briefly tinted, once the conversation's read shows it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -32,6 +33,7 @@ from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.channel_rows import kind_name
 from ui.composer import Composer
+from ui.composer_files import PendingFile, read_all
 from ui.conversation_list import display_title
 from ui.i18n import t
 from ui.live_reply import LiveReplyWidget
@@ -428,24 +430,33 @@ class ChatView(QWidget):
 
     # -- commands --------------------------------------------------------------------------------------
 
-    def _on_submitted(self, text: str) -> None:
+    def _on_submitted(self, text: str, files: list[PendingFile]) -> None:
         conversation_id = self.conversation_id
         if conversation_id is None or self.read_only:
             self.composer.set_text(text)
+            self.composer.set_files(files)
             return
         self._stick = True  # what you just said is what you want to see
         self._calls.start(
-            self._facade.say(conversation_id, text),
+            self._say(conversation_id, text, files),
             done=lambda _message: self.on_messages_changed(conversation_id),
-            failed=lambda exc: self._say_failed(conversation_id, text, exc),
+            failed=lambda exc: self._say_failed(conversation_id, text, files, exc),
         )
 
-    def _say_failed(self, conversation_id: str, text: str, exc: Exception) -> None:
+    async def _say(self, conversation_id: str, text: str, files: list[PendingFile]) -> MessageView:
+        # Files are read only now, and off the loop thread: a 20 MB file must not hold up the window.
+        attachments = await asyncio.to_thread(read_all, files) if files else []
+        return await self._facade.say(conversation_id, text, attachments=attachments)
+
+    def _say_failed(self, conversation_id: str, text: str, files: list[PendingFile], exc: Exception) -> None:
         if conversation_id != self.conversation_id:
             return
         if not self.composer.text().strip():
             self.composer.set_text(text)  # give the words back rather than lose them
-        self.composer.set_error(t("composer.send_failed", reason=_reason(exc)))
+        if not self.composer.files:
+            self.composer.set_files(files)  # and the files
+        key = "composer.read_failed" if isinstance(exc, OSError) else "composer.send_failed"
+        self.composer.set_error(t(key, reason=_reason(exc)))
 
     def _on_answer(self, item_id: str, action: str, answer: str) -> None:
         card = self._card(item_id)
@@ -554,3 +565,7 @@ class ChatView(QWidget):
 
     def scroll_to_top(self) -> None:
         self._scroll.verticalScrollBar().setValue(0)
+
+    def scroll_to_bottom(self) -> None:
+        bar = self._scroll.verticalScrollBar()
+        bar.setValue(bar.maximum())

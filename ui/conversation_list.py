@@ -40,7 +40,7 @@ from core.bots.views import BotActivity, BotView
 from core.chat.views import ConversationView
 from core.search.snippet import match_spans
 from core.search.views import SearchHit
-from ui import formatting, theme
+from ui import attachment_words, formatting, theme
 from ui.bot_list import BotEntry, idle, paint_bot_row, row_height
 from ui.channel_rows import kind_name
 from ui.i18n import t
@@ -140,7 +140,7 @@ class ConversationListModel(QAbstractListModel):
             tag = kind_name(row.channel) if row.channel != "desktop" else ""
             return f"{display_title(row)} · {tag}" if tag else display_title(row)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return one_line(row.last_line)[:300] or None
+            return one_line(attachment_words.shown(row.last_line))[:300] or None
         if role == ConversationRole:
             return row
         if role == IndentRole:
@@ -330,7 +330,7 @@ class ConversationDelegate(QStyledItemDelegate):
         right = t("conversation.working") if row.busy else formatting.when(row.updated_at)
         right_w = caption_fm.horizontalAdvance(right)
         dot_w = 12 if row.busy else 0
-        line = one_line(row.last_line)
+        line = one_line(attachment_words.shown(row.last_line))
         # A conversation with nothing said yet has one line; centre it rather than leave a gap below.
         top = inner.top() if line else rect.center().y() - title_fm.height() // 2
         title_rect = QRect(inner.left(), top, inner.width() - right_w - dot_w - 10, title_fm.height())

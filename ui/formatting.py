@@ -41,3 +41,13 @@ def when(timestamp: float, now: datetime | None = None) -> str:
     if moment.date() == today - timedelta(days=1):
         return t("time.yesterday")
     return t("time.date", month=moment.month, day=moment.day)
+
+
+def human_size(size: int) -> str:
+    """1.2 MB, 340 KB, 12 B."""
+    value = float(max(0, size))
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}".replace(".0 ", " ")
+        value /= 1024
+    return f"{value:.1f} TB"

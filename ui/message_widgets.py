@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.chat.views import MessageView, RuleChip, TaskChip
-from ui import markdown, theme
+from ui import attachment_words, markdown, theme
 from ui.activity_view import ActivityView
 from ui.i18n import t
 from ui.question_card import QuestionCardWidget, question_text, same_ask
@@ -194,7 +194,7 @@ class UserMessage(MessageWidget):
         self.setObjectName("userMessage")
         self.bubble = QFrame(self)
         self.bubble.setObjectName("userBubble")
-        self.text_label = BubbleLabel(view.text, self.bubble)
+        self.text_label = BubbleLabel(attachment_words.shown(view.text), self.bubble)
         self.text_label.setObjectName("messageText")
         inner = QVBoxLayout(self.bubble)
         inner.setContentsMargins(14, 9, 14, 9)

@@ -28,6 +28,7 @@ from ui.activity_view import FOLDED, UNFOLDED, StepList
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
 from ui.cost_words import model_priced, run_cost, task_money
+from ui.formatting import human_size
 from ui.i18n import t
 from ui.open_failure import OpenFailure
 from ui.reloader import Reloader
@@ -69,16 +70,6 @@ def task_age(task: TaskView, now: float) -> str:
 def money(task: TaskView) -> str:
     """「约 $0.08 / $1.00」: the budget is always worth saying, the spend even when nothing is spent."""
     return task_money(task, model_priced(task))
-
-
-def human_size(size: int) -> str:
-    """1.2 MB, 340 KB, 12 B."""
-    value = float(max(0, size))
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}".replace(".0 ", " ")
-        value /= 1024
-    return f"{value:.1f} TB"
 
 
 def session_line(detail: TaskDetail) -> str:
