@@ -55,11 +55,6 @@ def has_image_marker(text: str) -> bool:
     return "[image: " in text and _MARKER.search(text) is not None
 
 
-def image_paths(text: str) -> list[str]:
-    """The paths the text's image markers name, in order, as written."""
-    return [m.group(1).strip() for m in _MARKER.finditer(text)]
-
-
 def media_type(head: bytes) -> str | None:
     """The image type the first bytes say, or None when they are not a PNG, JPEG, GIF or WebP."""
     if head.startswith(b"\x89PNG\r\n\x1a\n"):

@@ -137,10 +137,6 @@ class EncodedHistory:
         # Kept across turns (each turn encodes its history again), small and keyed by size and mtime.
         self._cache = ImageCache()
 
-    @property
-    def images(self) -> bool:
-        return self._images_on
-
     def take_images(self, workspace: Path | None, images: bool) -> None:
         """Show images from now on, or stop (the bot's model changed). Kept text encoded the other way is
         dropped, so the next request is encoded the new way throughout."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from core.bots.validation import validate_images
 from core.bots.views import BotUpdate
 from core.errors import InvalidInputError
 
@@ -64,8 +65,8 @@ def bot_update_from_json(body: dict[str, Any]) -> BotUpdate:
     if nudge is not None and not isinstance(nudge, bool):
         raise InvalidInputError("windowNudge", "must be true or false")
     images = body.get("images")
-    if images is not None and not isinstance(images, bool):
-        raise InvalidInputError("images", "must be true or false")
+    if images is not None:
+        images = validate_images(images)
     return BotUpdate(
         name=_str(body, "name", "name"),
         avatar=_str(body, "avatar", "avatar"),
