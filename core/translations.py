@@ -16,9 +16,10 @@ import json
 import logging
 from collections.abc import Mapping
 from functools import cache
-from importlib.resources import files
 from pathlib import Path
 from typing import Literal
+
+import resources
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,7 @@ def as_language(locale: str) -> Language:
 
 
 def translations_root() -> Path:
-    # `resources` is a regular package on disk (also in a PyInstaller bundle): its traversable is a Path.
-    return Path(str(files("resources"))) / "translations"
+    return resources.ROOT / "translations"
 
 
 def translation_path(name: str, book: Book = "ui") -> Path:

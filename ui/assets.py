@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from importlib.resources import files
 from pathlib import Path
 
+import resources
 from core import translations
 
 
 def _root() -> Path:
-    # `resources` is a regular package on disk (also in a PyInstaller bundle): its traversable is a Path.
-    return Path(str(files("resources")))
+    return resources.ROOT
 
 
 def icon_path(name: str) -> Path:
