@@ -1,92 +1,86 @@
-"""Start at login: an XDG autostart entry on Linux (`$XDG_CONFIG_HOME/autostart/errand.desktop`).
+"""Start at login, the way each system does it (docs/packaging.md#start-at-login).
 
-Desktops that follow the XDG autostart spec (GNOME, KDE, Xfce, ...) launch every `.desktop` file in that
-folder when the person logs in; removing the file is all it takes to stop. Other platforms have their own
-mechanisms (a LaunchAgent plist, the Run registry key) that are not built yet: asking for them raises
-NotImplementedError with a message the settings dialog shows as it is.
+- Linux and other freedesktop systems: an XDG autostart entry, `$XDG_CONFIG_HOME/autostart/errand.desktop`.
+  Desktops that follow the XDG autostart spec (GNOME, KDE, Xfce, ...) launch every `.desktop` file there
+  when the person logs in.
+- macOS: a LaunchAgent plist (app/launch_agent.py).
+- Windows: a value under the current user's Run registry key (app/run_key.py).
+
+Each is one file or value that exists exactly while start at login is on; turning it off removes it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
-ENTRY_NAME = "errand.desktop"
+from app.desktop_file import ENTRY_NAME, desktop_entry
+from app.launch_agent import LaunchAgent
+from app.run_key import RunKey, RunKeyLogin, WinregRunKey
 
 
-def autostart_dir() -> Path:
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
+class LoginStart(Protocol):
+    def is_on(self) -> bool: ...
+    def turn_on(self, command: Sequence[str]) -> None: ...
+    def turn_off(self) -> None: ...
+
+
+def config_home(env: Mapping[str, str] = os.environ, home: Path | None = None) -> Path:
+    config = env.get("XDG_CONFIG_HOME", "").strip()
     # The spec says a relative XDG_CONFIG_HOME is invalid and must be ignored.
-    base = Path(config) if config and Path(config).is_absolute() else Path.home() / ".config"
-    return base / "autostart"
+    if config and Path(config).is_absolute():
+        return Path(config)
+    return (home or Path.home()) / ".config"
 
 
-def entry_path() -> Path:
-    return autostart_dir() / ENTRY_NAME
+class XdgAutostart:
+    def __init__(self, config: Path) -> None:
+        self.path = config / "autostart" / ENTRY_NAME
+
+    def is_on(self) -> bool:
+        return self.path.is_file()
+
+    def turn_on(self, command: Sequence[str]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Written beside and renamed over, so a crash never leaves a half entry the desktop would choke on.
+        partial = self.path.with_suffix(".desktop.partial")
+        partial.write_text(desktop_entry(command, autostart=True), encoding="utf-8")
+        partial.replace(self.path)
+
+    def turn_off(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
-# Characters that make the desktop-entry spec require a double-quoted argument.
-_RESERVED = set(" \t\n\"'\\><~|&;$*?#()`")
+def login_start_for(
+    platform: str = sys.platform,
+    env: Mapping[str, str] = os.environ,
+    home: Path | None = None,
+    run_key: RunKey | None = None,
+) -> LoginStart:
+    """This system's way of starting Errand at login."""
+    if platform == "win32":
+        return RunKeyLogin(run_key or WinregRunKey())
+    if platform == "darwin":
+        return LaunchAgent(home or Path.home())
+    return XdgAutostart(config_home(env, home))
 
 
-def exec_quote(args: list[str]) -> str:
-    """An Exec= line for these arguments. The desktop-entry spec knows only double quotes (not the shell's
-    single quotes), escapes `"`, `` ` ``, `$` and `\\` inside them, and reserves `%` for field codes."""
-    quoted = []
-    for raw in args:
-        arg = raw.replace("%", "%%")
-        if arg and not _RESERVED.intersection(arg):
-            quoted.append(arg)
-            continue
-        escaped = "".join(f"\\{ch}" if ch in '"`$\\' else ch for ch in arg)
-        quoted.append(f'"{escaped}"')
-    return " ".join(quoted)
+def launch_command(executable: str = sys.executable, frozen: bool | None = None) -> list[str]:
+    """How to start this Errand again: the bundle's executable, else this interpreter running the CLI (the
+    same in a venv, a pipx install or the source tree's editable install)."""
+    if frozen if frozen is not None else getattr(sys, "frozen", False):
+        return [executable]
+    return [executable, "-m", "app.cli"]
 
 
-def launch_command() -> str:
-    """How to start this Errand again: the frozen executable, else this interpreter running the CLI."""
-    if getattr(sys, "frozen", False):
-        return exec_quote([sys.executable])
-    return exec_quote([sys.executable, "-m", "app.cli"])
-
-
-def desktop_entry(command: str) -> str:
-    # A desktop file's string values unescape backslashes once before the Exec quoting applies.
-    exec_value = command.replace("\\", "\\\\")
-    return "\n".join(
-        [
-            "[Desktop Entry]",
-            "Type=Application",
-            "Name=Errand",
-            "Comment=Desktop assistant that works in the background",
-            f"Exec={exec_value}",
-            "Icon=errand",
-            "Terminal=false",
-            "X-GNOME-Autostart-enabled=true",
-            "",
-        ]
-    )
-
-
-def is_start_at_login() -> bool:
-    return sys.platform.startswith("linux") and entry_path().is_file()
-
-
-def set_start_at_login(enabled: bool, command: str) -> None:
-    """Write (or remove) the autostart entry. Raises NotImplementedError off Linux, OSError when the folder
+def set_start_at_login(enabled: bool, login_start: LoginStart | None = None) -> None:
+    """Turn start at login on (for this install's launch command) or off. Raises OSError when the entry
     can't be written."""
-    if not sys.platform.startswith("linux"):
-        raise NotImplementedError(
-            f"Start at login is not supported on this system ({sys.platform}) yet; "
-            "add Errand to your login items by hand."
-        )
-    path = entry_path()
-    if not enabled:
-        path.unlink(missing_ok=True)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Written beside and renamed over, so a crash never leaves a half entry the desktop would choke on.
-    partial = path.with_suffix(".desktop.partial")
-    partial.write_text(desktop_entry(command), encoding="utf-8")
-    partial.replace(path)
+    target = login_start or login_start_for()
+    if enabled:
+        target.turn_on(launch_command())
+    else:
+        target.turn_off()

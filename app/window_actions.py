@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialog
 
-from app.autostart import launch_command, set_start_at_login
+from app.autostart import set_start_at_login
 from core.tasks.views import TaskView
 from ui.app_settings import AppSettingsDialog
 from ui.async_calls import AsyncCalls
@@ -106,7 +106,7 @@ class WindowActions:
         if not self._raise_open():
             dialog = AppSettingsDialog(
                 self._host.preferences,
-                lambda enabled: set_start_at_login(enabled, launch_command()),
+                set_start_at_login,
                 self._app,
                 self._window,
                 prices=self._host.prices,

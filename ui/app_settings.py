@@ -7,10 +7,10 @@
     网页搜索    which search service bots use (ui.web_search_settings; only when a WebSearchFacade is given)
 
 The theme is previewed live and put back on Cancel. Start at login is written by the injected `autostart`
-callable (app.autostart.set_start_at_login bound to the launch command, or a temp-dir stand-in in tests),
-off the loop thread; if it can't be done (another OS, a read-only folder) that is said under the switch
-and nothing is saved. Prices and the search setup are saved on their own, at once, with their sections'
-buttons (保存价格 and 删除, 保存搜索设置); the dialog's 保存 is for the preferences.
+callable (app.autostart.set_start_at_login, or a stand-in in tests), off the loop thread; if it can't be
+done (a read-only folder, a registry that refuses) that is said under the switch and nothing is saved.
+Prices and the search setup are saved on their own, at once, with their sections' buttons (保存价格 and
+删除, 保存搜索设置); the dialog's 保存 is for the preferences.
 """
 
 from __future__ import annotations
@@ -250,10 +250,7 @@ class AppSettingsDialog(QDialog):
     def _failed(self, exc: Exception) -> None:
         self.save_button.setEnabled(True)
         self.save_button.setText(t("settings.save"))
-        if isinstance(exc, NotImplementedError):
-            log.info("start at login unavailable: %s", exc)
-            self.rows["startAtLogin"].show_error(t("settings.autostart.unsupported"))
-        elif isinstance(exc, OSError):
+        if isinstance(exc, OSError):
             self.rows["startAtLogin"].show_error(t("settings.autostart.failed", reason=str(exc)))
         elif isinstance(exc, InvalidInputError) and exc.field in self.rows:
             self.rows[exc.field].show_error(field_message(exc))

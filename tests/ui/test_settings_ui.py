@@ -474,13 +474,15 @@ async def test_start_at_login_goes_through_the_injected_autostart(
     assert bots.preference_updates == [PreferencesUpdate(start_at_login=True)]
 
 
-async def test_start_at_login_that_cant_be_set_is_said_and_not_saved(
+async def test_start_at_login_that_cant_be_written_is_said_and_not_saved(
     qtbot: QtBot, bots: FakeBotFacade, qapp: QApplication
 ) -> None:
-    def unsupported(_on: bool) -> None:
-        raise NotImplementedError("Start at login is not supported on this system (darwin) yet")
+    refusal = PermissionError(13, "Permission denied", "/home/a/.config/autostart")
 
-    dialog = AppSettingsDialog(bots, unsupported, qapp)
+    def unwritable(_on: bool) -> None:
+        raise refusal
+
+    dialog = AppSettingsDialog(bots, unwritable, qapp)
     qtbot.addWidget(dialog)
     dialog.show()
     await dialog.load()
@@ -488,7 +490,8 @@ async def test_start_at_login_that_cant_be_set_is_said_and_not_saved(
     click(dialog.autostart_switch)
     click(dialog.save_button)
     await wait_until(lambda: bool(dialog.rows["startAtLogin"].error_text))
-    assert dialog.rows["startAtLogin"].error_text == t("settings.autostart.unsupported")
+    assert dialog.rows["startAtLogin"].error_text == t("settings.autostart.failed", reason=str(refusal))
+    assert "/home/a/.config/autostart" in dialog.rows["startAtLogin"].error_text
     assert bots.preference_updates == []
     assert dialog.isVisible()
 
