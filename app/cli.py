@@ -1,21 +1,35 @@
-"""The `errand` command: the tray app by default; `serve` (headless host + API), `doctor`, `--version`."""
+"""The `errand` command: the tray app by default; `serve` (headless host + API), `doctor`, `install-desktop`,
+`uninstall-desktop`, `reset`, `--version` (docs/packaging.md)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from app.collector import freeze_for_exit, pause_for_start, resume_after_start
 from app.instance_lock import DataDirInUseError, DataDirLock
 from app.paths import resolve_data_dir
-from core.version import __version__
+
+
+class _VersionAction(argparse.Action):
+    """Prints the Python and Qt versions too; Qt is imported only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the versions of Errand, Python and Qt")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        from app.version_info import version_text
+
+        print(version_text())
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="errand", description="Errand: a desktop assistant that works in the background."
     )
-    parser.add_argument("--version", action="version", version=f"errand {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument(
         "--data-dir", help="where Errand keeps its data (default: ERRAND_DATA_DIR or the user data dir)"
     )
@@ -25,6 +39,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=0, help="API port on 127.0.0.1 (default: a free one)")
     doctor = sub.add_parser("doctor", help="check the set-up and say how to fix each problem")
     doctor.add_argument("--data-dir", dest="sub_data_dir", help="as above")
+    sub.add_parser("install-desktop", help="add Errand to the desktop's launcher (Linux), with its icons")
+    uninstall = sub.add_parser(
+        "uninstall-desktop", help="remove Errand from the launcher and from start at login; keeps your data"
+    )
+    uninstall.add_argument("--data-dir", dest="sub_data_dir", help="as above")
+    reset = sub.add_parser("reset", help="remove a data dir (asks first): every bot, task and log in it")
+    reset.add_argument("--data-dir", dest="sub_data_dir", help="as above")
+    reset.add_argument("--yes", action="store_true", help="do not ask (for scripts)")
     return parser
 
 
@@ -37,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
 
         resume_after_start()
         return run_doctor(data_dir)
+    if args.command in ("install-desktop", "uninstall-desktop", "reset"):
+        resume_after_start()
+        return _one_off(args.command, data_dir, assume_yes=getattr(args, "yes", False))
     if args.command == "serve" and not 0 <= args.port <= 65535:
         print("errand: --port must be between 0 and 65535", file=sys.stderr)
         return 2
@@ -56,6 +81,16 @@ def main(argv: list[str] | None = None) -> int:
             return _bring_running_window_forward(exc)
         print(f"errand: {exc}", file=sys.stderr)
         return 1
+
+
+def _one_off(command: str, data_dir: Path, *, assume_yes: bool) -> int:
+    if command == "reset":
+        from app.reset import run_reset
+
+        return run_reset(data_dir, assume_yes=assume_yes)
+    from app.desktop_commands import run_install_desktop, run_uninstall_desktop
+
+    return run_install_desktop() if command == "install-desktop" else run_uninstall_desktop(data_dir)
 
 
 def _exiting(code: int) -> int:

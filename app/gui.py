@@ -81,6 +81,7 @@ def _application(data_dir: Path) -> QApplication:
     app = QApplication.instance() or QApplication(sys.argv)
     assert isinstance(app, QApplication)
     app.setApplicationName("Errand")
+    app.setDesktopFileName("errand")  # the launcher entry (docs/packaging.md#launcher): docks show its icon
     app.setWindowIcon(app_icon())
     chosen = stored_preferences(data_dir / "errand.db")
     if chosen.language != "auto":

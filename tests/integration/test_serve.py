@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import platform
 import signal
 import stat
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from core.version import __version__
 from tests.fakes.model_server import Reply, ScriptedModelServer, ToolCallSpec
 from tests.processes import read_fifo
 from tests.serve_process import read_until_listening, serve_env, serve_process
@@ -64,12 +66,18 @@ async def test_a_second_host_on_the_same_data_dir_exits_at_once_with_a_clear_mes
         assert await asyncio.wait_for(first.wait(), timeout=15) == 0
 
 
-async def test_version_prints_the_version() -> None:
+async def test_version_names_errand_python_and_qt(tmp_path: Path) -> None:
+    env = dict(os.environ, ERRAND_DATA_DIR=str(tmp_path / "data"))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "app.cli", "--version", cwd=ROOT, stdout=asyncio.subprocess.PIPE
+        sys.executable, "-m", "app.cli", "--version", cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE
     )
     out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
-    assert proc.returncode == 0 and out.decode().startswith("errand ")
+    assert proc.returncode == 0
+    errand, python, qt = out.decode().splitlines()
+    assert errand == f"errand {__version__}"
+    assert python.startswith(f"Python {platform.python_version()} (CPython, {sys.executable}")
+    assert qt.startswith("Qt 6.") and "(PySide6 6." in qt
+    assert not (tmp_path / "data").exists()  # asking the version touches no data dir
 
 
 def _contents(root: Path, name: str) -> list[str]:
