@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.common import line
@@ -21,12 +22,16 @@ from bench.common import line
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def one_start(data_dir: Path) -> dict[str, float]:
-    env = dict(os.environ, ERRAND_STARTUP_PROBE="1", QT_QPA_PLATFORM="offscreen")
+def one_start(
+    data_dir: Path,
+    command: Sequence[str] = (sys.executable, "-m", "app.cli"),
+    env: Mapping[str, str] = os.environ,
+) -> dict[str, float]:
+    """One start of `command` (the venv's by default) with the start-up probe: its printed timings."""
     out = subprocess.run(
-        [sys.executable, "-m", "app.cli", "--data-dir", str(data_dir)],
+        [*command, "--data-dir", str(data_dir)],
         cwd=ROOT,
-        env=env,
+        env=dict(env, ERRAND_STARTUP_PROBE="1", QT_QPA_PLATFORM="offscreen"),
         capture_output=True,
         text=True,
         timeout=120,
