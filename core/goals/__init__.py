@@ -1,0 +1,1 @@
+"""Goal mode: a task's acceptance criteria and the checks the host runs itself (docs/goals.md)."""
