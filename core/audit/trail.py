@@ -27,6 +27,7 @@ from core.clock import Clock
 from core.ids import new_id
 
 GENESIS = "0" * 64
+TAIL_BLOCK = 64 * 1024
 VERSION = 1
 
 
@@ -68,6 +69,21 @@ def _whole_lines(raw: bytes) -> tuple[list[bytes], bool]:
     return lines, tail != b""
 
 
+def _last_hash_in(raw: bytes, *, whole_from_start: bool) -> str | None:
+    """The hash of the last whole event in `raw` (whose first line may be cut unless it starts the file)."""
+    lines, _torn = _whole_lines(raw)
+    if not whole_from_start and lines:
+        lines = lines[1:]
+    for line in reversed(lines):
+        try:
+            last = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(last, dict) and isinstance(last.get("hash"), str):
+            return str(last["hash"])
+    return None
+
+
 class AuditTrail:
     def __init__(self, path: Path, clock: Clock) -> None:
         self.path = path
@@ -104,23 +120,25 @@ class AuditTrail:
             return event
 
     def _tail(self) -> tuple[str, int | None]:
-        """The hash to chain onto, and where to cut a torn last line off (None: nothing torn)."""
+        """The hash to chain onto, and where to cut a torn last line off (None: nothing torn). Reads the
+        file's end only: a trail of years is not read whole at the first append after a start."""
         if self._last_hash is not None:
             return self._last_hash, None
         try:
-            raw = self.path.read_bytes()
+            size = self.path.stat().st_size
         except FileNotFoundError:
             return GENESIS, None
-        lines, torn = _whole_lines(raw)
-        cut_at = raw.rfind(b"\n") + 1 if torn else None
-        for line in reversed(lines):
-            try:
-                last = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(last, dict) and isinstance(last.get("hash"), str):
-                return last["hash"], cut_at
-        return GENESIS, cut_at
+        block = TAIL_BLOCK
+        while True:
+            start = max(0, size - block)
+            with self.path.open("rb") as f:
+                f.seek(start)
+                raw = f.read()
+            found = _last_hash_in(raw, whole_from_start=start == 0)
+            if found is not None or start == 0:
+                cut_at = start + raw.rfind(b"\n") + 1 if raw and not raw.endswith(b"\n") else None
+                return found or GENESIS, cut_at
+            block *= 4
 
     def events(self) -> Iterator[dict[str, Any]]:
         """Every whole, readable event in file order (torn and unreadable lines skipped)."""

@@ -105,3 +105,20 @@ def test_no_file_is_an_empty_intact_trail(trail: AuditTrail) -> None:
     report = trail.verify()
     assert (report.intact, report.events) == (True, 0)
     assert list(trail.events()) == []
+
+
+async def test_the_chain_goes_on_from_a_file_read_only_at_its_end(
+    trail: AuditTrail, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart reads the trail's last block, not the whole file; lines longer than a block still chain."""
+    from core.audit import trail as trail_module
+
+    monkeypatch.setattr(trail_module, "TAIL_BLOCK", 40)
+    written = [await trail.append({"kind": "command.exec", "target": "x" * 300}) for _ in range(3)]
+    with trail.path.open("ab") as f:
+        f.write(b'{"v":1,"id":"evt_half"')
+    again = AuditTrail(trail.path, FakeClock())
+    fourth = await again.append({"kind": "run.finish"})
+    assert fourth["prev"] == written[-1]["hash"]
+    report = again.verify()
+    assert (report.intact, report.events, report.torn_tail) == (True, 4, False)
