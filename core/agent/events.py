@@ -105,6 +105,21 @@ class ToolResult:
 
 
 @dataclass(frozen=True, slots=True)
+class GuardDecided:
+    """The guard refused a call, or let one through by a person's allowCommands entry (docs/guard.md).
+    Emitted before the call's ToolResult."""
+
+    session_id: str
+    call_id: str
+    tool: str
+    decision: Literal["allow", "deny"]
+    rule: str
+    reason: str
+    overrode: str = ""
+    target: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class JobStarted:
     session_id: str
     job_id: str
@@ -130,6 +145,7 @@ AgentEvent = (
     | AssistantMessage
     | ToolCall
     | ToolResult
+    | GuardDecided
     | JobStarted
     | JobEnded
 )

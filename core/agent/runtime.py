@@ -26,6 +26,7 @@ from core.agent.tool_api import ApprovalGate, OutsideToolSource, ToolContext, To
 from core.agent.tools.common import common_tools
 from core.bus import EventBus
 from core.clock import Clock
+from core.guard.guard import GUARDED_KINDS, GuardedCall, ToolGuard, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ class AgentRuntime:
         logs_dir: Path | None = None,
         approvals: ApprovalGate | None = None,
         outside_tools: OutsideToolSource | None = None,
+        guard: ToolGuard | None = None,
     ) -> None:
         self.clock = clock
         self.events = EventBus()
@@ -59,6 +61,8 @@ class AgentRuntime:
         self.approvals = approvals
         # Where each session's tools from outside come from (the bot's MCP servers); None: there are none.
         self._outside_tools = outside_tools
+        # What judges the tool calls of task and rule sessions before they run (docs/guard.md).
+        self.guard = guard
 
     # ---- events -------------------------------------------------------------------------------------
 
@@ -141,6 +145,16 @@ class AgentRuntime:
         if guard is None:
             guard = self._guards[permission] = PathGuard(permission, home=self._home)
         return guard
+
+    def judge(self, spec: SessionSpec, tool: ToolSpec, args: object) -> Verdict | None:
+        """The guard's verdict on this call (`args` validated); None when the session or tool is not guarded:
+        chat sessions are a person's own conversation, with approvals of their own."""
+        if self.guard is None or spec.kind not in GUARDED_KINDS or tool.effects is None:
+            return None
+        call = GuardedCall(
+            tool.name, tool.effects(args), spec.cwd, self.path_guard(spec.permission), spec.observing
+        )
+        return self.guard.check(call)
 
     def sandbox_note(self, spec: SessionSpec) -> str:
         return self.shell_sandbox(spec).description

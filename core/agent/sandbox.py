@@ -156,6 +156,10 @@ class PathGuard:
         """Never shown to tools (credentials or app-private data). `path` must already be resolved."""
         return self.is_credential_path(path) or self.is_denied(path)
 
+    def in_writable_roots(self, path: Path) -> bool:
+        """`path` (resolved) lies in the workspace or an extra writable root, whatever the preset."""
+        return _under_any(path, self._writable_texts, self._writable_prefixes)
+
     def display(self, path: Path) -> str:
         """The path as the user thinks of it: `~/...` under home."""
         if _within(path, self.home) and path != self.home:
@@ -193,7 +197,7 @@ class PathGuard:
                 real,
                 "read_only",
             )
-        writable = _under_any(real, self._writable_texts, self._writable_prefixes)
+        writable = self.in_writable_roots(real)
         if preset is Preset.WORKSPACE_WRITE and not writable:
             raise Refused(
                 f"Refused: {self.display(real)} is outside the workspace ({self.workspace}). "

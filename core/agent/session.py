@@ -34,7 +34,7 @@ from core.agent.model_client import ModelCallError
 from core.agent.model_config import ModelConfig
 from core.agent.prompt import system_prompt
 from core.agent.session_spec import SessionSpec
-from core.agent.tool_api import OutsideTools, ToolContext, ToolError, ToolSpec
+from core.agent.tool_api import OutsideTools, ToolContext, ToolEffects, ToolError, ToolSpec
 from core.agent.turn_tail import InputTail, input_ids_of, tail_of
 from core.agent.wire_format import EncodedHistory
 from core.translations import LANGUAGES
@@ -75,6 +75,15 @@ def _format_validation_error(tool: str, exc: ValidationError) -> str:
     return (
         f"Error: invalid arguments for {tool}: " + "; ".join(problems) + ". Fix them and call the tool again."
     )
+
+
+def _target_of(effects: ToolEffects | None) -> str:
+    """What a guarded call was aimed at, as the model wrote it (for the audit trail)."""
+    if effects is None:
+        return ""
+    if effects.command is not None:
+        return effects.command
+    return ", ".join(dict.fromkeys((*effects.writes, *effects.reads)))
 
 
 def _dangling_calls(history: list[ModelMessage]) -> list[ToolCall]:
@@ -536,6 +545,22 @@ class AgentSession:
             args = tool.args_model.model_validate(raw)
         except ValidationError as exc:
             return False, _format_validation_error(tool.name, exc)
+        verdict = self._runtime.judge(self.spec, tool, args)
+        if verdict is not None and verdict.noteworthy:
+            self._emit(
+                ev.GuardDecided(
+                    self.session_id,
+                    call.tool_call_id,
+                    tool.name,
+                    verdict.decision,
+                    verdict.rule,
+                    verdict.reason,
+                    verdict.overrode,
+                    _target_of(tool.effects(args) if tool.effects is not None else None),
+                )
+            )
+            if verdict.decision == "deny":
+                return False, f"Error: {verdict.message(tool.name)}"
         try:
             return True, await tool.handler(self._tool_context(), args)
         except ToolError as exc:

@@ -58,6 +58,18 @@ Handler = Callable[[ToolContext, Any], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True)
+class ToolEffects:
+    """What one call of a tool would touch, as its arguments say (the guard judges it before the call runs:
+    docs/guard.md). Paths as the model wrote them, relative to the session's folder or absolute."""
+
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    command: str | None = None  # a shell command line
+    network: bool = False  # it reaches another machine
+    sends: bool = False  # what it sends there may change something (an MCP tool not marked read-only)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     description: str
@@ -67,6 +79,8 @@ class ToolSpec:
     # The schema itself, for a tool whose arguments another program defines (an MCP server's tool): then
     # `args_model` accepts any object and the handler checks it against this.
     parameters: dict[str, Any] | None = None
+    # What a call would touch, from its validated arguments; None: nothing the guard judges (docs/guard.md).
+    effects: Callable[[Any], ToolEffects] | None = None
 
     def json_schema(self) -> dict[str, Any]:
         """The arguments' JSON schema, built once per model (~1 ms each, 13 tools at every session open).

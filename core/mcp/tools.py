@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from core.agent.tool_api import ToolContext, ToolError, ToolSpec
+from core.agent.tool_api import ToolContext, ToolEffects, ToolError, ToolSpec
 from core.mcp.connection import CallOutcome, McpCallError, McpConnection, McpTool
 
 SEPARATOR = "__"
@@ -76,6 +76,8 @@ def tool_spec(connection: McpConnection, tool: McpTool) -> ToolSpec:
         args_model=McpArguments,
         handler=call,
         parameters=schema,
+        # A server marked read-only promised its tools change nothing (docs/outside-tools.md).
+        effects=lambda _args: ToolEffects(network=True, sends=not connection.config.read_only),
     )
 
 

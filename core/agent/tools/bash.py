@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.agent.jobs import ShellProcess
-from core.agent.tool_api import ToolContext, ToolError, ToolSpec
+from core.agent.tool_api import ToolContext, ToolEffects, ToolError, ToolSpec
 
 # Head and tail of the output kept for the model; the middle of a long output rarely matters.
 HEAD_BYTES = 15_000
@@ -134,4 +134,5 @@ def bash_tool() -> ToolSpec:
         ),
         args_model=BashArgs,
         handler=run_bash,
+        effects=lambda args: ToolEffects(command=args.command),
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from core.agent.sandbox import Refused
-from core.agent.tool_api import ToolContext, ToolError, ToolSpec
+from core.agent.tool_api import ToolContext, ToolEffects, ToolError, ToolSpec
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_LINE_CHARS = 2000
@@ -174,6 +174,7 @@ def read_file_tool() -> ToolSpec:
         ),
         args_model=ReadFileArgs,
         handler=read_file,
+        effects=lambda args: ToolEffects(reads=(args.path,)),
     )
 
 
@@ -186,6 +187,7 @@ def write_file_tool() -> ToolSpec:
         ),
         args_model=WriteFileArgs,
         handler=write_file,
+        effects=lambda args: ToolEffects(writes=(args.path,)),
     )
 
 
@@ -198,4 +200,5 @@ def edit_file_tool() -> ToolSpec:
         ),
         args_model=EditFileArgs,
         handler=edit_file,
+        effects=lambda args: ToolEffects(reads=(args.path,), writes=(args.path,)),
     )

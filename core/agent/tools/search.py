@@ -13,7 +13,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from core.agent.sandbox import PathGuard
-from core.agent.tool_api import ToolContext, ToolError, ToolSpec
+from core.agent.tool_api import ToolContext, ToolEffects, ToolError, ToolSpec
 
 MAX_ENTRIES = 500
 MAX_SCANNED = 100_000
@@ -231,6 +231,7 @@ def list_files_tool() -> ToolSpec:
         ),
         args_model=ListFilesArgs,
         handler=list_files,
+        effects=lambda args: ToolEffects(reads=(args.path,)),
     )
 
 
@@ -244,4 +245,5 @@ def grep_tool() -> ToolSpec:
         ),
         args_model=GrepArgs,
         handler=grep,
+        effects=lambda args: ToolEffects(reads=(args.path,)),
     )

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 import httpx
 from pydantic import BaseModel, Field
 
-from core.agent.tool_api import ToolContext, ToolError, ToolSpec
+from core.agent.tool_api import ToolContext, ToolEffects, ToolError, ToolSpec
 
 TIMEOUT_S = 20.0
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -160,4 +160,5 @@ def web_fetch_tool(transport: httpx.AsyncBaseTransport | None = None) -> ToolSpe
         ),
         args_model=WebFetchArgs,
         handler=web_fetch,
+        effects=lambda _args: ToolEffects(network=True),
     )
