@@ -24,6 +24,9 @@ from core.agent.tool_api import ToolSpec
 from core.attention.approval_center import ApprovalCenter
 from core.attention.chat_tools import ask_user_question_tool
 from core.attention.service import AttentionService
+from core.audit.channel_sends import AuditedSends
+from core.audit.recorder import AuditRecorder
+from core.audit.trail import AuditTrail
 from core.bots.secret_store import SecretStore
 from core.bots.service import BackgroundSettingsChanged, BotService
 from core.bots.with_activity import BotsWithActivity
@@ -150,6 +153,12 @@ class Host:
         self.channel_sends = ChannelSends(
             self.db, self.bus, self.clock, secrets, environ=environ, feishu=self.feishu_apps
         )
+        # The audit trail of what runs did outside themselves (docs/audit.md); it only observes.
+        self.audit = AuditRecorder(
+            AuditTrail(data_dir / "audit" / "audit.jsonl", self.clock),
+            folder_of=self._folder_of_session,
+            run_of=self._run_of_session,
+        )
         self.media = MediaFetcher(configured_urls(environ)[1])  # attachments that come in on WeChat
         # `gather_s`: how long a push on a channel that rings waits for others to go with it
         # (docs/push-rules.md); tests on the real clock pass 0 (ERRAND_GATHER_S for `errand serve`).
@@ -157,7 +166,7 @@ class Host:
             self.db,
             self.bus,
             self.clock,
-            channels=self.channel_sends,
+            channels=AuditedSends(self.channel_sends, self.audit),
             coalesce_window_s=gather_s if gather_s is not None else gather_seconds(environ),
         )
         self.bots = BotService(
@@ -178,6 +187,7 @@ class Host:
             reserve=self.reserve,
             policy=slot_policy,
             retry=task_retry or TASK_RETRY,
+            audit=self.audit,
         )
         # The reads and what runs write about rules; a person's commands are `self.rules` below.
         self.rule_service = RuleService(self.db, self.bus, self.clock, self.bots)
@@ -214,6 +224,7 @@ class Host:
             self.outbox,
             task_runs=self.tasks.runner,
             rule_runs=self.rule_runner,
+            audit=self.audit,
         )
         # Approvals that waited before a restart are expired once recovery has seen them.
         self.task_recovery = StartupRecovery(self.db, self.clock, self.approvals)
@@ -342,6 +353,7 @@ class Host:
             mcp_module = await asyncio.to_thread(importlib.import_module, "core.mcp.service")
             skills_module = await asyncio.to_thread(importlib.import_module, "core.skills.service")
             search_module = await asyncio.to_thread(importlib.import_module, "core.web_search.service")
+            guard_module = await asyncio.to_thread(importlib.import_module, "core.guard.guard")
             # The memory tools' schemas, imported here rather than inside the first turn.
             await asyncio.to_thread(importlib.import_module, "core.memory.tools")
         finally:
@@ -377,7 +389,9 @@ class Host:
             logs_dir=self.data_dir / "logs" / "jobs",
             approvals=self.approvals,
             outside_tools=CombinedSource([self._mcp, self._skills, self.memory, self._web_search]),
+            guard=guard_module.ToolGuard(guard_module.PolicyFile(self.data_dir / guard_module.POLICY_FILE)),
         )
+        self._runtime.subscribe(self.audit.on_agent_event)
         default = await self.bots.ensure_default()
         # The sandbox probe runs a process once per app run; do it here, off the loop, not in a first turn.
         sandbox = await asyncio.to_thread(
@@ -395,6 +409,18 @@ class Host:
         self.retention.start()
         self.started.set()
         log.info("host started on %s", self.data_dir)
+
+    def _folder_of_session(self, session_id: str) -> Path | None:
+        session = self._runtime.get(session_id) if self._runtime is not None else None
+        return session.spec.cwd if session is not None else None
+
+    def _run_of_session(self, session_id: str) -> str | None:
+        if session_id.startswith("task-"):
+            return self.tasks.runner.active_run(session_id.removeprefix("task-"))
+        if session_id.startswith("rule-"):
+            context = self.rule_runner.approval_context(session_id)
+            return context[0] if context is not None else None
+        return None
 
     def _on_event(self, event: object) -> None:
         """Changes other parts announce that the host answers with work of its own."""
@@ -489,6 +515,7 @@ class Host:
             await self._web_search.close()
         await self.outbox.close()  # replies the last turns stored
         await self.channel_sends.close()
+        await self.audit.close()  # after the last sends and tool calls: their events are on disk
         await self.feishu_apps.close()
         await self.media.close()
         await self.db.close()

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from core.api import web
+from core.api.audit_routes import add_audit_routes
 from core.api.bot_settings import bot_update_from_json, connection_request_from_json
 from core.api.channel_routes import add_channel_routes
 from core.api.mcp_routes import add_mcp_routes
@@ -149,6 +150,7 @@ class ApiServer:
         add_mcp_routes(r, self._host)
         add_skills_routes(r, self._host)
         add_memory_routes(r, self._host)
+        add_audit_routes(r, self._host)
         add_web_search_routes(r, self._host)
         add_price_routes(r, self._host.prices)
         add_search_routes(r, self._host.search)

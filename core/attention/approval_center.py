@@ -13,6 +13,7 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session
 
+from core.audit.recorder import AuditRecorder
 from core.bus import EventBus
 from core.changes import AttentionChanged, TaskChanged
 from core.clock import Clock
@@ -81,6 +82,7 @@ class ApprovalCenter:
         *,
         task_runs: TaskRunApprovals,
         rule_runs: RuleRunApprovals,
+        audit: AuditRecorder | None = None,
     ) -> None:
         self._db = db
         self._bus = bus
@@ -88,6 +90,7 @@ class ApprovalCenter:
         self._outbox = outbox
         self._task_runs = task_runs
         self._rule_runs = rule_runs
+        self._audit = audit  # every approval decided, and by whom (docs/audit.md)
         self._waiting: dict[str, asyncio.Future[bool]] = {}
         self._failing: set[asyncio.Future[None]] = set()
 
@@ -240,7 +243,10 @@ class ApprovalCenter:
             stale = [a for a in approval_rows.open_approvals(s) if a.kind == "approval" or not a.task_id]
             return [approval_rows.decide(s, a.id, status="expired", now=now, decided_by="") for a in stale]
 
-        return await self._db.write(expire)
+        expired = await self._db.write(expire)
+        for record in expired:
+            self._audited(record)
+        return expired
 
     async def _expire_after(self, approval_id: str, ttl: float, task_id: str) -> None:
         await self._clock.sleep(ttl)
@@ -272,7 +278,19 @@ class ApprovalCenter:
             )
         )
         self._changed(record.task_id)
+        self._audited(record)
         return record
+
+    def _audited(self, record: ApprovalRecord) -> None:
+        if self._audit is not None and record.kind == "approval":
+            self._audit.approval(
+                task_id=record.task_id,
+                run_id=record.run_id,
+                target=record.text,
+                status=record.status,
+                answer=record.answer,
+                by=record.decided_by,
+            )
 
     async def _owner(self, session_id: str) -> tuple[str, str, str, str] | None:
         """(bot, conversation, task, task title) of the session asking."""

@@ -6,6 +6,7 @@
     ## 第 N 次 · <cause> · <outcome>    each run, oldest first: started, took, cost, error,
     ### 报告 / Report                   its Report,
     ### 处理过程 / Steps                and its steps, numbered, a failed one marked, details fenced
+    ## 审计记录 / Audit trail           what the task did outside its folder, oldest first (docs/audit.md)
 
 The whole document is redacted (`core.export.redaction`) before it is returned.
 """
@@ -29,9 +30,10 @@ def task_markdown(
     lang: str,  # a locale: any Chinese one reads zh, anything else en
     exported_at: float,
     tz: str | None = None,
+    audit: Sequence[Mapping[str, object]] = (),
 ) -> str:
     """The task with every run, its Report and its steps (`steps[run_id]`: stored step rows, as
-    `ActivityStep.to_json`). Times are in `tz` (default: the system's zone)."""
+    `ActivityStep.to_json`), and its audit events. Times are in `tz` (default: the system's zone)."""
     zone = blocks.zone_of(tz)
     language = as_language(lang)
     lines = _head(detail, language, exported_at, zone)
@@ -39,6 +41,8 @@ def task_markdown(
         lines += _run(number, run, steps.get(run.id, ()), language, exported_at, zone)
     if detail.report and all(run.report != detail.report for run in detail.runs):
         lines += blocks.report(detail.report, language, "##")
+    if audit:
+        lines += _audit(audit, language)
     return redact("\n".join(lines).rstrip("\n") + "\n")
 
 
@@ -69,6 +73,31 @@ def _head(detail: TaskDetail, lang: Language, exported_at: float, zone: ZoneInfo
     if not detail.runs:
         lines += [say(lang, "no_runs"), ""]
     return lines
+
+
+MAX_AUDIT_LINES = 500
+
+
+def _audit(events: Sequence[Mapping[str, object]], lang: Language) -> list[str]:
+    """One line per event: its time as written (UTC), kind, decision and result, target, rule."""
+    lines = [f"## {say(lang, 'audit')}", ""]
+    for event in events[-MAX_AUDIT_LINES:]:
+        parts = [
+            str(event.get("at", "")),
+            str(event.get("kind", "")),
+            f"{event.get('decision', '')} → {event.get('result', '')}",
+        ]
+        target = str(event.get("target", ""))
+        if target:
+            parts.append(blocks.inline_code(target[:300]))
+        if event.get("rule"):
+            parts.append(f"{say(lang, 'audit.rule')} {blocks.inline_code(str(event['rule']))}")
+        if event.get("actor") and event.get("kind") == "approval":
+            parts.append(f"{say(lang, 'audit.by')} {event['actor']}")
+        lines.append("- " + " · ".join(parts))
+    if len(events) > MAX_AUDIT_LINES:
+        lines.append(f"- {say(lang, 'audit.more', count=len(events) - MAX_AUDIT_LINES)}")
+    return [*lines, ""]
 
 
 def _run(

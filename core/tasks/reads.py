@@ -8,7 +8,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.bots.service import BotService
 from core.chat.views import TaskChip
@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 GROUPS = ("working", "needs", "ended")
 
 
+class TaskAuditSource(Protocol):
+    """Where a task's audit events come from for its export (core.audit.recorder.AuditRecorder)."""
+
+    async def task_events(self, task_id: str) -> list[dict[str, Any]]: ...
+
+
 class TaskReads:
     def __init__(
         self,
@@ -40,7 +46,9 @@ class TaskReads:
         runner: TaskRunner,
         *,
         sessions: Callable[[], AgentRuntime | None],
+        audit: TaskAuditSource | None = None,
     ) -> None:
+        self._audit = audit
         self._db = db
         self._clock = clock
         self._bots = bots
@@ -162,7 +170,8 @@ class TaskReads:
             for r in stored
         }
         now = self._clock.time()
-        return await asyncio.to_thread(task_markdown, detail, steps, lang=lang, exported_at=now)
+        audit = await self._audit.task_events(task_id) if self._audit is not None else []
+        return await asyncio.to_thread(task_markdown, detail, steps, lang=lang, exported_at=now, audit=audit)
 
 
 def _decoded_report(encoded: str) -> dict[str, Any] | None:

@@ -28,7 +28,7 @@ from core.store.runs import RunCause
 from core.tasks.chat_commands import TaskChatCommands
 from core.tasks.commands import ChatReserve, TaskCommands
 from core.tasks.questions import TaskQuestions
-from core.tasks.reads import TaskReads
+from core.tasks.reads import TaskAuditSource, TaskReads
 from core.tasks.reporting import TaskReporting
 from core.tasks.result_push import ResultPush
 from core.tasks.runner import TASK_LIMITS, TASK_RETRY, TaskRunner
@@ -61,6 +61,7 @@ class TaskService:
         reserve: SpendReserve,
         policy: SlotPolicy | None = None,
         retry: RetryPolicy = TASK_RETRY,
+        audit: TaskAuditSource | None = None,
     ) -> None:
         self._db = db
         self._outbox = outbox
@@ -79,7 +80,7 @@ class TaskService:
             spending=RunSpending(meter, reserve.record_spend, reserve.is_low),
             limits=replace(TASK_LIMITS, retry=retry),
         )
-        self.reads = TaskReads(db, clock, bots, self.runner, sessions=self._sessions)
+        self.reads = TaskReads(db, clock, bots, self.runner, sessions=self._sessions, audit=audit)
         self.commands = TaskCommands(
             db, bus, clock, bots, self.runner, self.reads, reserve=reserve, sessions=self._sessions
         )

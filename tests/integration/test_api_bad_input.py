@@ -397,6 +397,11 @@ ROUTES: dict[tuple[str, str], Route] = {
     ),
     ("POST", "/api/tasks/{id}/keep"): Route(params={"id": "task"}, command=True),
     ("GET", "/api/tasks/{id}/export"): Route(params={"id": "task"}, query=("lang",)),
+    ("GET", "/api/tasks/{id}/audit"): Route(
+        params={"id": "task"}, query=("format", "limit", "since", "until", "target"), text=("target",)
+    ),
+    ("GET", "/api/audit"): Route(query=("format", "limit", "since", "until", "target"), text=("target",)),
+    ("GET", "/api/audit/verify"): Route(),
     ("GET", "/api/rules/{id}/export"): Route(params={"id": "rule"}, query=("lang",)),
     ("GET", "/api/rules"): Route(query=("bot", "lang")),
     ("POST", "/api/rules"): Route(
