@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from core.audit.views import AuditLine
 from core.tasks.views import TaskDetail, TaskView
 from core.translations import Language
 
@@ -47,4 +48,9 @@ class TaskFacade(Protocol):
 
     async def export_markdown(self, task_id: str, lang: Language = "zh") -> str:
         """The task as a Markdown document, secrets redacted. Raises NotFoundError."""
+        ...
+
+    async def audit(self, task_id: str, group: str = "all") -> list[AuditLine]:
+        """What the task did outside its folder (docs/audit.md), newest first (at most 200), in one group of
+        `core.audit.views.AUDIT_GROUPS`. Raises NotFoundError, or InvalidInputError for another group."""
         ...

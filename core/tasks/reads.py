@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from core.audit.views import AuditLine, audit_lines, parse_group
 from core.bots.service import BotService
 from core.chat.views import TaskChip
 from core.clock import Clock
@@ -156,6 +157,13 @@ class TaskReads:
             raise NotFoundError("run", run_id)
         live = self._runner.live_steps(run_id)
         return live if live is not None else list(run.activity)
+
+    async def audit(self, task_id: str, group: str = "all") -> list[AuditLine]:
+        """What the task did outside its folder (docs/audit.md), newest first, in one of AUDIT_GROUPS."""
+        chosen = parse_group(group)
+        await self.task(task_id)
+        events = await self._audit.task_events(task_id) if self._audit is not None else []
+        return audit_lines(events, chosen)
 
     async def export_markdown(self, task_id: str, lang: Language = "zh") -> str:
         """The task with every run, its steps and Reports as Markdown (docs/retention.md#markdown-export),

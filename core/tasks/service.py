@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from core.audit.views import AuditLine
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.chat.ports import LiveTurns
@@ -177,6 +178,9 @@ class TaskService:
 
     async def export_markdown(self, task_id: str, lang: Language = "zh") -> str:
         return await self.reads.export_markdown(task_id, lang)
+
+    async def audit(self, task_id: str, group: str = "all") -> list[AuditLine]:
+        return await self.reads.audit(task_id, group)
 
     # ---- questions (core.tasks.questions) --------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.activity_steps import ActivityStep, dropped_note
+from core.audit.views import AuditLine, audit_lines, parse_group
 from core.bus import EventBus
 from core.changes import TaskChanged
 from core.chat.views import TaskChip
@@ -147,6 +148,10 @@ class FakeTaskFacade:
         self.exports: list[tuple[str, str]] = []  # (task id, lang)
         self.export_error: Exception | None = None
         self.markdown: str | None = None  # what export_markdown gives when set
+        # A task's audit events as the trail holds them (oldest first), by task id; see `set_audit`.
+        self.audit_events: dict[str, list[dict[str, Any]]] = {}
+        self.audit_reads: list[tuple[str, str]] = []  # (task id, group)
+        self.audit_error: Exception | None = None
         self._tasks: dict[str, FakeTask] = {}
         self._ids = itertools.count(1)
         if chat is not None:
@@ -247,7 +252,21 @@ class FakeTaskFacade:
             f"# {task.title}\n\n> {task.words}\n\n- spent: ${task.spent_usd:.2f} / ${task.budget_usd:.2f}\n"
         )
 
+    async def audit(self, task_id: str, group: str = "all") -> list[AuditLine]:
+        self.audit_reads.append((task_id, group))
+        await asyncio.sleep(0)
+        if self.audit_error is not None:
+            raise self.audit_error
+        chosen = parse_group(group)
+        self._get(task_id)
+        return audit_lines(self.audit_events.get(task_id, []), chosen)
+
     # -- driving it from a test ---------------------------------------------------------------------
+
+    def set_audit(self, task_id: str, events: list[dict[str, Any]]) -> None:
+        """The task's trail, oldest first, as `core.audit.recorder` writes events (at, kind, ...)."""
+        self.audit_events[task_id] = events
+        self.bus.publish(TaskChanged(task_id))
 
     def add_task(
         self,
