@@ -63,7 +63,7 @@ def _limit(query: dict[str, str]) -> int:
     raw = query.get("limit", "")
     if not raw:
         return DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_LIMIT:
         raise InvalidInputError("limit", f"must be a whole number from 1 to {MAX_LIMIT}")
     return int(raw)
 

@@ -65,7 +65,8 @@ class AuditRecorder:
         self._run_of = run_of  # the run a session is working for now, if any
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
-        self._calls: dict[str, _Call] = {}
+        # By session and call id: two sessions' models may number their calls alike.
+        self._calls: dict[tuple[str, str], _Call] = {}
         self.unwritten = 0  # events a failed write lost (said by /api/audit/verify)
 
     # -- writing ---------------------------------------------------------------------------------------
@@ -81,7 +82,8 @@ class AuditRecorder:
             fields = self._queue.get_nowait()
             try:
                 await self.trail.append(fields)
-            except (OSError, ValueError, TypeError) as exc:  # the disk, or a field JSON cannot hold
+            # Any failure: the trail only observes, and a writer that died would leave flush() waiting.
+            except Exception as exc:
                 self.unwritten += 1
                 log.warning("audit event not written (%s): %s", fields.get("kind"), exc)
             finally:
@@ -111,10 +113,12 @@ class AuditRecorder:
 
     def on_agent_event(self, event: ev.AgentEvent) -> None:
         if isinstance(event, ev.ToolCall):
-            self._calls[event.call_id] = _Call(event.session_id, event.name, _arguments(event.args))
+            self._calls[(event.session_id, event.call_id)] = _Call(
+                event.session_id, event.name, _arguments(event.args)
+            )
             return
         elif isinstance(event, ev.GuardDecided):
-            call = self._calls.get(event.call_id)
+            call = self._calls.get((event.session_id, event.call_id))
             if call is not None:
                 call.guarded = event.decision == "deny"  # an override still runs: its result follows
             self.record(
@@ -132,7 +136,7 @@ class AuditRecorder:
                 }
             )
         elif isinstance(event, ev.ToolResult):
-            call = self._calls.pop(event.call_id, None)
+            call = self._calls.pop((event.session_id, event.call_id), None)
             if call is not None and not call.guarded:
                 fields = self._tool_fields(call)
                 if fields is not None:

@@ -273,7 +273,7 @@ class _Judgement:
             if any(m in target for m in _UNKNOWN_YET):
                 raise _delete_refusal(f"its target {target} is known only when it runs")
             real = self._resolve(_before_glob(target))
-            if real == self.paths.home or real == Path(real.anchor):
+            if real == self.paths.home or real == Path(real.anchor) or self._is_system(real):
                 raise _delete_refusal(
                     f"it would delete {self._shown(real)}, far more than a task's own files"
                 )
@@ -293,7 +293,7 @@ def _rm_recursive(args: tuple[str, ...]) -> bool:
     for arg in args:
         if arg == "--":
             return False
-        if arg == "--recursive" or (
+        if (len(arg) >= 4 and "--recursive".startswith(arg)) or (
             arg.startswith("-") and not arg.startswith("--") and ("r" in arg or "R" in arg)
         ):
             return True
@@ -306,8 +306,8 @@ def _rm_targets(args: tuple[str, ...]) -> list[str]:
     for arg in args:
         if options and arg == "--":
             options = False
-        elif options and arg.startswith("-") and arg != "-":
-            continue
+        elif (options and arg.startswith("-") and arg != "-") or not arg:
+            continue  # an option, or an empty word (rm only complains about it)
         else:
             targets.append(arg)
     return targets

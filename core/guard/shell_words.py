@@ -74,7 +74,7 @@ def simple_commands(command: str) -> list[SimpleCommand]:
     index = 0
     while index < len(tokens):
         token = tokens[index]
-        if token in _SEPARATORS or all(c in ";&|()" for c in token):
+        if token in _SEPARATORS or (token and all(c in ";&|()" for c in token)):
             if words or writes:
                 found.append(SimpleCommand(tuple(words), tuple(writes)))
             words, writes = [], []

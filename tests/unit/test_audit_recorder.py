@@ -100,6 +100,23 @@ async def test_a_refused_call_is_recorded_once_as_blocked_and_an_override_with_i
     assert events[1]["overrode"] == "cmd/recursive-force-delete"
 
 
+async def test_two_sessions_numbering_their_calls_alike_are_each_recorded(recorder: AuditRecorder) -> None:
+    for session, command, _output in (
+        ("task-a", "rm -rf build", "exit code 0\n"),
+        ("task-b", "git push", "exit code 1\n"),
+    ):
+        recorder.on_agent_event(
+            ev.ToolCall(session, "u", "functions.bash:0", "bash", json.dumps({"command": command}))
+        )
+    for session, output in (("task-b", "exit code 1\n"), ("task-a", "exit code 0\n")):
+        recorder.on_agent_event(ev.ToolResult(session, "u", "functions.bash:0", "bash", True, output, 0.1))
+    events = await _events(recorder)
+    assert [(e["task"], e["target"], e["exitCode"]) for e in events] == [
+        ("b", "git push", 1),
+        ("a", "rm -rf build", 0),
+    ]
+
+
 async def test_approvals_say_who_decided(recorder: AuditRecorder) -> None:
     recorder.approval(
         task_id="t_1", run_id="r_7", target="rm -rf build", status="answered", answer="approved", by="person"

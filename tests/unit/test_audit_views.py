@@ -7,7 +7,7 @@ import pytest
 from core.audit.views import SHOWN_LINES, audit_lines, parse_group
 from core.errors import InvalidInputError
 
-EVENTS = [
+EVENTS: list[dict[str, object]] = [
     {"at": "2026-12-06T10:00:00.000+00:00", "kind": "command.exec", "decision": "allow", "result": "failed",
      "target": "pytest -q", "exitCode": 1},
     {"at": "2026-12-06T10:01:00.000+00:00", "kind": "guard.deny", "decision": "deny", "result": "blocked",
@@ -30,7 +30,7 @@ def test_lines_come_newest_first_and_groups_pick_their_kinds() -> None:
     ]
     assert [line.actor for line in audit_lines(EVENTS, "approvals")] == ["person"]
     assert [line.target for line in audit_lines(EVENTS, "commands")] == ["pytest -q"]
-    many = [{**EVENTS[0], "target": f"echo {n}"} for n in range(SHOWN_LINES + 5)]
+    many: list[dict[str, object]] = [{**EVENTS[0], "target": f"echo {n}"} for n in range(SHOWN_LINES + 5)]
     shown = audit_lines(many, "commands")
     assert len(shown) == SHOWN_LINES and shown[0].target == f"echo {SHOWN_LINES + 4}"
 

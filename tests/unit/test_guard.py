@@ -78,6 +78,8 @@ def test_everyday_commands_pass(home: Path, command: str) -> None:
         ("rm -rf /", "cmd/recursive-force-delete"),
         ("rm -rf ~", "cmd/recursive-force-delete"),
         ("rm -fr .", "cmd/recursive-force-delete"),
+        ("rm -rf '' ~", "cmd/recursive-force-delete"),  # an empty word is a word, not a separator
+        ("rm --rec -f ~", "cmd/recursive-force-delete"),  # GNU rm takes a long option shortened
         ("cd x && rm --recursive -f *", "cmd/recursive-force-delete"),
         ("rm -rf $TARGET", "cmd/recursive-force-delete"),
         ("rm -rf ../..", "cmd/recursive-force-delete"),  # the bot's workspace, which holds this folder
@@ -108,6 +110,7 @@ def test_destructive_commands_are_refused_by_their_rule(home: Path, command: str
 def test_a_full_preset_bot_may_write_anywhere_but_not_into_the_system(home: Path) -> None:
     assert _command(home, "echo x >> ~/notes.txt", preset=Preset.FULL).decision == "allow"
     assert _command(home, "echo x > /usr/local/bin/x", preset=Preset.FULL).rule == "path/system"
+    assert _command(home, "rm -rf /usr", preset=Preset.FULL).rule == "cmd/recursive-force-delete"
 
 
 def test_an_observing_run_may_look_but_not_send_or_write(home: Path) -> None:
