@@ -377,6 +377,7 @@ class ApiServer:
             words=text,
             budget_usd=budget,
             record_request=True,
+            acceptance=body.get("acceptance"),
         )
         return web.json_response(task.to_json(), status=201)
 

@@ -169,6 +169,9 @@ class RuleRunPolicy:
     async def take_inputs(self, run: RuleRun) -> bool:
         return False  # nobody writes to a rule run
 
+    async def review(self, run: RuleRun) -> bool:
+        return False  # a rule run has no acceptance criteria
+
     def verdict(self, run: RuleRun) -> Ending | None:
         if run.work.approval_expired:
             return Ending("failed", APPROVAL_TIMEOUT)

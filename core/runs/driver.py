@@ -10,6 +10,8 @@ idle, a job ended) the driver looks whether the run is finished, one look at a t
   after the settle limit (30 minutes by default) the session is told so in a note and its jobs are killed,
   which wakes it for one more turn, and the run is `running` again;
 - something arrived for it meanwhile (a task's follow-up or answer): it goes on with that;
+- its Report claims what the host checks first (a goal task's done, docs/goals.md#rounds) and the check
+  failed: it goes on with the next round;
 - its Report (or what happened to it, like an approval nobody gave) gives the outcome: it ends with that;
 - its last turn ended in an error: it fails with the error;
 - it never reported: it is nudged once to report, and when the next quiet comes still without a Report
@@ -179,9 +181,7 @@ class RunDriver(Generic[W]):
         elif isinstance(event, ev.AssistantMessage | ev.TurnEnded):
             run.model_wait_since = None
         if isinstance(event, ev.AssistantMessage):
-            run.tokens_in += event.usage.input_tokens
-            run.tokens_out += event.usage.output_tokens
-            self._count_cost(run, event)
+            self.count_usage(run, event.model, event.usage)
         if run.activity.feed(event):
             self._policy.step_added(run)
         if isinstance(event, ev.TurnEnded):
@@ -204,12 +204,13 @@ class RunDriver(Generic[W]):
 
         await self._db.write(mark)
 
-    def _count_cost(self, run: LiveRun[W], event: ev.AssistantMessage) -> None:
-        """Add the response's estimated cost; at the budget the run is stopped (docs/cost.md). A response that
-        was in flight when the run stopped still counts."""
-        cost = self._meter.price(
-            event.model, run.base_url, event.usage, configured=run.session.spec.model.model
-        )
+    def count_usage(self, run: LiveRun[W], model: str, usage: ev.Usage) -> None:
+        """Add a response's tokens and estimated cost, the session's or one the host asked for the run (a
+        goal's judge); at the budget the run is stopped (docs/cost.md). A response that was in flight when
+        the run stopped still counts."""
+        run.tokens_in += usage.input_tokens
+        run.tokens_out += usage.output_tokens
+        cost = self._meter.price(model, run.base_url, usage, configured=run.session.spec.model.model)
         run.cost.add(cost)
         if cost is not None and cost.currency == "USD":
             self._on_cost(run.bot_id, float(cost.amount))
@@ -256,6 +257,8 @@ class RunDriver(Generic[W]):
             self._policy.changed(run)
             return
         if await self._policy.take_inputs(run):
+            return
+        if await self._policy.review(run):
             return
         verdict = self._policy.verdict(run)
         if verdict is not None:

@@ -95,6 +95,11 @@ class RunPolicy(Protocol[W]):
         """The session went quiet: hand it what arrived meanwhile. True when it goes on with something."""
         ...
 
+    async def review(self, run: LiveRun[W]) -> bool:
+        """The quiet run reported: check what it claims before it ends on it. True when it goes on instead
+        (a goal task's next round)."""
+        ...
+
     def verdict(self, run: LiveRun[W]) -> Ending | None:
         """How the quiet run ends by what it reported (or what happened to it); None when it has not said."""
         ...

@@ -258,6 +258,11 @@ def _add_bot_model_images(conn: Connection) -> None:
     add_column(conn, "bots", Column("model_images", Boolean, nullable=True))
 
 
+def _add_task_goal(conn: Connection) -> None:
+    add_column(conn, "tasks", Column("acceptance", String, nullable=False, server_default=""))
+    add_column(conn, "tasks", Column("goal", String, nullable=False, server_default=""))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "bots, conversations, messages, settings", _create_chat_tables),
     Migration(2, "background tasks: tasks, runs, run_inputs, deliveries", _create_task_tables),
@@ -294,7 +299,8 @@ MIGRATIONS: list[Migration] = [
     Migration(16, "mcp_servers: a bot's MCP servers", _create_mcp_servers),
     Migration(17, "memory_entries, memory_notebooks: each bot's memory", _create_memory),
     Migration(18, "bots.model_images: whether the bot's model is shown images", _add_bot_model_images),
-    # Append here: Migration(19, "...", _function_taking_a_connection),
+    Migration(19, "tasks.acceptance, tasks.goal: a goal task's criteria and its rounds", _add_task_goal),
+    # Append here: Migration(20, "...", _function_taking_a_connection),
 ]
 
 

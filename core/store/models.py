@@ -147,6 +147,10 @@ class TaskRow(Base):
     # counts its 30 idle days from here; 保留 sets it to now.
     last_used_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)
     archived_at: Mapped[float] = mapped_column(default=0.0, server_default=_ZERO)  # 0: not archived
+    # Goal mode (migration 19, docs/goals.md): the acceptance criteria as JSON ('' for a task without), and
+    # the state of its rounds (round count, each criterion's last verdict) as JSON ('' before the first).
+    acceptance: Mapped[str] = mapped_column(default="", server_default="")
+    goal: Mapped[str] = mapped_column(default="", server_default="")
 
 
 class RunRow(Base):

@@ -51,6 +51,8 @@ class TaskRecord:
     unpriced_calls: int = 0
     last_used_at: float = 0.0  # 0: never recorded; `idle_since` reads updated_at then
     archived_at: float = 0.0
+    acceptance: str = ""  # the criteria as JSON (core.goals.acceptance); '' for a task without a goal
+    goal: str = ""  # its rounds as JSON (core.goals.state); '' before the first check
 
     @property
     def idle_since(self) -> float:
@@ -74,6 +76,7 @@ class TaskChanges(TypedDict, total=False):
     unpriced_calls: int
     last_used_at: float
     archived_at: float
+    goal: str
 
 
 UPDATABLE_FIELDS = frozenset(TaskChanges.__annotations__)
@@ -95,6 +98,7 @@ def insert_task(
     model: str = "",
     origin_message_id: int = 0,
     origin_ref: str = "",
+    acceptance: str = "",
 ) -> TaskRecord:
     _require_absolute(folder)
     row = TaskRow(
@@ -118,6 +122,7 @@ def insert_task(
         cleanup_at=0.0,
         created_at=now,
         updated_at=now,
+        acceptance=acceptance,
     )
     s.add(row)
     s.flush()
@@ -237,4 +242,6 @@ def _record(row: TaskRow) -> TaskRecord:
         unpriced_calls=row.unpriced_calls,
         last_used_at=row.last_used_at,
         archived_at=row.archived_at,
+        acceptance=row.acceptance,
+        goal=row.goal,
     )

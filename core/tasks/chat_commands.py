@@ -6,6 +6,8 @@ turn that started it (the chip under that reply)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from core.agent.tool_api import ToolError
 from core.chat.ports import LiveTurns
 from core.errors import ConflictError, InvalidInputError
@@ -32,7 +34,14 @@ class TaskChatCommands:
             raise ToolError("task tools work only in a conversation")
         return record.id, record.bot_id
 
-    async def start_from_chat(self, session_id: str, title: str, brief: str, budget_usd: float | None) -> str:
+    async def start_from_chat(
+        self,
+        session_id: str,
+        title: str,
+        brief: str,
+        budget_usd: float | None,
+        acceptance: list[Any] | None = None,
+    ) -> str:
         conversation_id, bot_id = await self._chat_conversation(session_id)
         request = await self._db.read(lambda s: msg_rows.last_user_message(s, conversation_id))
         words = request.text if request else brief
@@ -45,6 +54,7 @@ class TaskChatCommands:
                 title=title,
                 brief=brief,
                 budget_usd=budget_usd,
+                acceptance=acceptance,
                 origin_message_id=request.id if request else 0,
                 origin_ref=f"turn:{turn}" if turn else "",
             )

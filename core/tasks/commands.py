@@ -5,14 +5,16 @@ Each checks before it writes, so a refused command changes nothing; each state c
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.orm import Session
 
+from core.agent.tool_api import ToolEffects
 from core.bots.service import BotService
 from core.bus import EventBus
 from core.changes import ConversationsChanged, MessagesChanged, TaskChanged
@@ -21,6 +23,10 @@ from core.chat.destination import conversation_for
 from core.clock import Clock
 from core.cost.budget_answer import parse_budget_answer
 from core.errors import ConflictError, InvalidInputError, NotFoundError
+from core.goals.acceptance import CommandCheck, Criterion, parse_acceptance
+from core.goals.rounds import GoalState, restarted
+from core.goals.words import criteria_brief
+from core.guard.guard import GuardedCall
 from core.ids import new_id
 from core.store import conversations as conv_rows
 from core.store import messages as msg_rows
@@ -94,8 +100,12 @@ class TaskCommands:
         origin_ref: str = "",
         record_request: bool = False,
         in_new_conversation: bool = False,
+        acceptance: object = None,
     ) -> TaskView:
         """A person asked for background work (chat's task_start, or POST /api/tasks).
+
+        `acceptance`, when given, makes it a goal task: its raw criteria, validated whole here
+        (docs/goals.md#criteria), before anything is made.
 
         `record_request` stores the words as the person's message in the conversation (the desktop's
         "new task"), so the result arrives under the request. `in_new_conversation` makes the task a
@@ -125,6 +135,7 @@ class TaskCommands:
             )
         task_id = new_id("t")
         folder = task_folder(Path(bot.workspace), title, task_id)
+        criteria = await self._goal_criteria(acceptance, bot.id, bot.preset, folder)
         await asyncio.to_thread((folder / ".task").mkdir, parents=True, exist_ok=True)
         now = self._clock.time()
 
@@ -159,20 +170,14 @@ class TaskCommands:
                 now=now,
                 origin_message_id=origin,
                 origin_ref=origin_ref,
+                acceptance=_stored(criteria),
             )
             task_rows.update_task(s, task_id, now=now, last_used_at=now)
             input_rows.insert_input(
                 s,
                 id=new_id("i"),
                 kind="brief",
-                text=task_brief(
-                    words=words,
-                    brief=brief,
-                    recent=recent[-6:],
-                    attachments=absolute_markers(
-                        [*(text for _, text in recent[-6:]), words], Path(bot.workspace)
-                    ),
-                ),
+                text=_first_input(words, brief, recent, Path(bot.workspace), criteria),
                 now=now,
                 task_id=task_id,
                 from_person=True,
@@ -201,6 +206,31 @@ class TaskCommands:
         if record_request:
             self._bus.publish(MessagesChanged(conversation_id))
         return await self._reads.view(task_id)
+
+    async def _goal_criteria(
+        self, acceptance: object, bot_id: str, preset: str, folder: Path
+    ) -> tuple[Criterion, ...]:
+        """The task's criteria, validated. A check command the task's guard would refuse is refused now,
+        not found out after the work."""
+        criteria = parse_acceptance(acceptance) if acceptance is not None else ()
+        runtime = self._runtime
+        if runtime is None or runtime.guard is None:
+            return criteria
+        paths = runtime.path_guard(await self._bots.permission(bot_id, preset=preset))
+        for index, criterion in enumerate(criteria):
+            if not isinstance(criterion.check, CommandCheck):
+                continue
+            call = GuardedCall(
+                "acceptance check", ToolEffects(command=criterion.check.command), folder, paths
+            )
+            verdict = runtime.guard.check(call)
+            if verdict.decision == "deny":
+                raise InvalidInputError(
+                    f"acceptance[{index}].check.command",
+                    f"the guard refuses it (rule {verdict.rule}: {verdict.reason}); give a check that stays "
+                    "inside the task folder",
+                )
+        return criteria
 
     async def follow_up(
         self, task_id: str, text: str, *, cause: RunCause = "followup", kind: InputKind = "followup"
@@ -231,6 +261,11 @@ class TaskCommands:
             if active is not None:
                 input_rows.mark_delivered(s, input_id, run_id=active, now=now)
                 return "steered"
+            if current.acceptance and kind == "followup":
+                # A person going on after the rounds ended gives the goal its rounds afresh
+                # (docs/goals.md#rounds).
+                restart = restarted(GoalState.loads(current.goal), now)
+                task_rows.update_task(s, task_id, now=now, goal=restart.dumps())
             return _queue_run(s, current, cause, now)
 
         how = await self._db.write(add)
@@ -375,6 +410,27 @@ def _queue_run(s: Session, task: TaskRecord, cause: RunCause, now: float) -> str
     )
     task_rows.update_task(s, task.id, now=now, ended_at=0, end_reason="")
     return "resumed"
+
+
+def _first_input(
+    words: str,
+    brief: str,
+    recent: Sequence[tuple[str, str]],
+    workspace: Path,
+    criteria: tuple[Criterion, ...],
+) -> str:
+    """The task's brief input, and its acceptance criteria when it has a goal."""
+    first = task_brief(
+        words=words,
+        brief=brief,
+        recent=recent[-6:],
+        attachments=absolute_markers([*(text for _, text in recent[-6:]), words], workspace),
+    )
+    return f"{first}\n\n{criteria_brief(criteria)}" if criteria else first
+
+
+def _stored(criteria: tuple[Criterion, ...]) -> str:
+    return json.dumps([c.to_json() for c in criteria], ensure_ascii=False) if criteria else ""
 
 
 def _check_length(field: str, text: str) -> None:

@@ -21,6 +21,7 @@ from core.store import tasks as task_rows
 from core.store.database import Database
 from core.store.tasks import TaskRecord
 from core.tasks.folders import folder_size
+from core.tasks.goal_rounds import goal_detail
 from core.tasks.runner import TaskRunner
 from core.tasks.stage_facts import TaskState, load_state, load_states
 from core.tasks.views import RunView, TaskDetail, TaskView
@@ -136,6 +137,7 @@ class TaskReads:
             runs=runs,
             cleanup_at=task.cleanup_at,
             idle_since=task.idle_since,
+            goal=goal_detail(task),
         )
 
     async def chips(self, conversation_id: str, lang: Language = "zh") -> dict[str, list[TaskChip]]:

@@ -9,19 +9,40 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
+from core import translations
 from core.bus import EventBus
 from core.changes import TaskChanged
 from core.delivery.outbox import Outbox
+from core.goals.rounds import GoalState
+from core.goals.words import verdict_summary
 from core.store import tasks as task_rows
 from core.store.database import Database
 from core.store.deliveries import DeliveryPurpose, DeliveryRecord
 from core.store.runs import RunRecord
 from core.store.tasks import TaskRecord
-from core.tasks.language import language_of, pushed
+from core.tasks.goal_rounds import criteria_of
+from core.tasks.language import Language, language_of, pushed
 from core.tasks.report import Report
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
+
+
+def goal_summary(lang: Language, task: TaskRecord, outcome: str) -> str:
+    """A goal task's criteria with their last verdicts, for its one pushed result or failure
+    (docs/goals.md#what-is-said); '' for a task without a goal or before its first check."""
+    if not task.acceptance:
+        return ""
+    state = GoalState.loads(task.goal)
+    if state.round == 0:
+        return ""
+    criteria = criteria_of(task)
+    heading = (
+        translations.text(lang, "goal.met", count=str(len(criteria)))
+        if outcome == "done" and state.met
+        else translations.text(lang, "goal.last_checked", round=str(state.round))
+    )
+    return f"{heading} {verdict_summary(lang, criteria, state.verdicts)}"
 
 
 class ResultPush:
@@ -41,11 +62,14 @@ class ResultPush:
     def stage_pushes(self, s: Session, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
         """What a run's end owes the task's conversation, queued in the transaction that ends it."""
         lang = language_of(task.brief)
-        if run.outcome == "done" and report is not None and report.message:
-            self._stage(s, task, run, "result", report.message)
+        goal = goal_summary(lang, task, run.outcome)
+        if run.outcome == "done" and report is not None and (report.message or goal):
+            self._stage(s, task, run, "result", "\n".join(p for p in (report.message, goal) if p))
         elif run.outcome == "failed":
             reason = run.error or (report.message if report else "") or "unknown error"
-            self._stage(s, task, run, "failure", pushed(lang, "failure", title=task.title, reason=reason))
+            stopped = bool(task.acceptance) and bool(GoalState.loads(task.goal).stopped)
+            line = pushed(lang, "goal_failure" if stopped else "failure", title=task.title, reason=reason)
+            self._stage(s, task, run, "failure", f"{line}\n{goal}" if goal else line)
         elif run.outcome == "budget":
             # The budget question (docs/cost.md#the-budget-question): pushed like any question; answered in
             # needs-you or here.

@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,7 @@ from core.store.amounts import add_amounts
 from core.store.database import Database
 from core.store.runs import RunOutcome, RunRecord
 from core.store.tasks import TaskRecord
+from core.tasks.goal_rounds import GoalRounds
 from core.tasks.language import language_of
 from core.tasks.prompts import NUDGE, SETTLE_LIMIT_NOTE, TASK_SECTION
 from core.tasks.report import Report
@@ -87,6 +88,9 @@ class TaskWork:
     task_id: str
     spent_before: float
     budget_usd: float
+    # Why a goal task's rounds stopped without the goal met (docs/goals.md#rounds): the run fails with it.
+    goal_stop: str = ""
+    goal_stop_words: dict[str, str] = field(default_factory=dict)  # the same in each language
 
 
 TaskRun = LiveRun[TaskWork]
@@ -115,6 +119,7 @@ class TaskRunPolicy:
     release: Callable[[str], None]  # gives the run's slot back, so the next queued run may start
     on_finished: Finished
     owed_pushes: OwedPushes
+    goals: GoalRounds | None = None
 
     def changed(self, run: TaskRun) -> None:
         self.bus.publish(TaskChanged(run.work.task_id))
@@ -170,7 +175,12 @@ class TaskRunPolicy:
         for item in fresh:
             session.steer(item.text, item.id)
 
+    async def review(self, run: TaskRun) -> bool:
+        return self.goals is not None and await self.goals.review(run)
+
     def verdict(self, run: TaskRun) -> Ending | None:
+        if run.work.goal_stop:
+            return Ending("failed", run.work.goal_stop)
         report = run.report
         if report is None:
             return None
@@ -206,6 +216,8 @@ class TaskRunPolicy:
         report = run.report if run else None
         # The model's error in each language, when the run failed with it (not a cap or a missing Report).
         words = dict(run.error_words) if run and ending.error and ending.error == run.error else {}
+        if run and ending.error and ending.error == run.work.goal_stop:
+            words = dict(run.work.goal_stop_words)
         report_json = json.dumps(report.to_json(), ensure_ascii=False) if report else None
         outcome = ending.outcome
 
@@ -261,6 +273,7 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         self._tools = tools
         self._policy = TaskRunPolicy(db, bus, clock, limits, self.release, on_finished, owed_pushes)
         super().__init__(db, bus, clock, bots, self._policy, spending, limits.retry)
+        self._policy.goals = GoalRounds(db, bus, clock, lambda: self._runtime, self._driver.count_usage)
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._rule_starter: RuleStarter | None = None

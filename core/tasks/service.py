@@ -121,6 +121,7 @@ class TaskService:
         origin_ref: str = "",
         record_request: bool = False,
         in_new_conversation: bool = False,
+        acceptance: object = None,
     ) -> TaskView:
         return await self.commands.create(
             bot_id=bot_id,
@@ -133,6 +134,7 @@ class TaskService:
             origin_ref=origin_ref,
             record_request=record_request,
             in_new_conversation=in_new_conversation,
+            acceptance=acceptance,
         )
 
     async def follow_up(

@@ -13,7 +13,12 @@ from core.agent.tool_api import SessionKind, ToolContext, ToolError, ToolSpec
 
 class ChatTaskCommands(Protocol):
     async def start_from_chat(
-        self, session_id: str, title: str, brief: str, budget_usd: float | None
+        self,
+        session_id: str,
+        title: str,
+        brief: str,
+        budget_usd: float | None,
+        acceptance: list[Any] | None = None,
     ) -> str: ...
 
     async def message_from_chat(self, session_id: str, task: str, text: str) -> str: ...
@@ -32,6 +37,16 @@ class TaskStartArgs(BaseModel):
         min_length=1, description="What to do and what you know that helps (at most 1,500 chars)."
     )
     budget_usd: float | None = Field(default=None, gt=0, le=1000, description="Spending limit; default $1.")
+    acceptance: list[Any] | None = Field(
+        default=None,
+        description=(
+            "Only when the user states what must be true for the work to count as done: 1 to 12 criteria, "
+            'each a string or {"text", "check"} with a check the host runs in the task folder: '
+            '{"type": "command", "command": "pytest -q"} (exit 0), {"type": "file", "path": "out.pdf"} '
+            '(exists, not empty) or {"type": "contains", "path": ..., "text": ...}. The task is done only '
+            "when every criterion passes."
+        ),
+    )
 
 
 class TaskMessageArgs(BaseModel):
@@ -59,7 +74,9 @@ class TaskReportArgs(BaseModel):
 
 def chat_task_tools(commands: ChatTaskCommands) -> list[ToolSpec]:
     async def task_start(ctx: ToolContext, args: TaskStartArgs) -> str:
-        return await commands.start_from_chat(ctx.session_id, args.title, args.brief, args.budget_usd)
+        return await commands.start_from_chat(
+            ctx.session_id, args.title, args.brief, args.budget_usd, args.acceptance
+        )
 
     async def task_message(ctx: ToolContext, args: TaskMessageArgs) -> str:
         return await commands.message_from_chat(ctx.session_id, args.task, args.text)

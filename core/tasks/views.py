@@ -107,6 +107,8 @@ class TaskDetail:
     # last used; 保留 (`keep`) clears the date and restarts the 30 idle days.
     cleanup_at: float = 0.0
     idle_since: float = 0.0
+    # A goal task's rounds and criteria with their last verdicts (docs/goals.md); None without a goal.
+    goal: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,4 +122,5 @@ class TaskDetail:
             "runs": [r.to_json() for r in self.runs],
             "cleanupAt": self.cleanup_at,
             "idleSince": self.idle_since,
+            "goal": self.goal,
         }

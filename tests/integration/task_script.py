@@ -12,6 +12,8 @@ from tests.fakes.model_server import Reply, ToolCallSpec
 TASK_MARK = re.compile(r"You are working on a background task for the user: (.+?)\.\n")
 # A rule run's session is keyed "rule:<title>".
 RULE_MARK = re.compile(r"You are running a standing rule for the user: (.+?)\.\n")
+# A goal task's judge turn is keyed "judge:<title>".
+JUDGE_MARK = re.compile(r"You are judging a background task for the user: (.+?)\.\n")
 
 
 def report(state: str, summary: str = "did it", **fields: Any) -> Reply:
@@ -41,6 +43,8 @@ class SessionScript:
         found = TASK_MARK.search(system)
         if found is None and (rule := RULE_MARK.search(system)) is not None:
             return f"rule:{rule.group(1)}"
+        if found is None and (judged := JUDGE_MARK.search(system)) is not None:
+            return f"judge:{judged.group(1)}"
         return found.group(1) if found else "chat"
 
     def __call__(self, body: dict[str, Any]) -> Reply:

@@ -163,6 +163,9 @@ class _Policy:
         run.session.steer("a follow-up", "i_follow")
         return True
 
+    async def review(self, run: LiveRun[str]) -> bool:
+        return False
+
     def verdict(self, run: LiveRun[str]) -> Ending | None:
         return Ending("done") if run.report is not None else None
 
