@@ -378,6 +378,7 @@ class ApiServer:
             budget_usd=budget,
             record_request=True,
             acceptance=body.get("acceptance"),
+            plan=_flag(body, "plan"),
         )
         return web.json_response(task.to_json(), status=201)
 
@@ -469,6 +470,15 @@ def _markdown(text: str, filename: str) -> web.Response:
         charset="utf-8",
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidInputError(name, f"must be true or false (got {value!r})")
+    return value
 
 
 def _lang(request: web.Request) -> Language:

@@ -258,6 +258,13 @@ def _add_bot_model_images(conn: Connection) -> None:
     add_column(conn, "bots", Column("model_images", Boolean, nullable=True))
 
 
+def _add_task_plans(conn: Connection) -> None:
+    add_column(conn, "tasks", Column("parent_id", String, nullable=False, server_default=""))
+    add_column(conn, "tasks", Column("plan", String, nullable=False, server_default=""))
+    index = next(i for i in Base.metadata.tables["tasks"].indexes if i.name == "ix_tasks_parent_id")
+    index.create(conn, checkfirst=True)
+
+
 def _add_task_goal(conn: Connection) -> None:
     add_column(conn, "tasks", Column("acceptance", String, nullable=False, server_default=""))
     add_column(conn, "tasks", Column("goal", String, nullable=False, server_default=""))
@@ -300,7 +307,8 @@ MIGRATIONS: list[Migration] = [
     Migration(17, "memory_entries, memory_notebooks: each bot's memory", _create_memory),
     Migration(18, "bots.model_images: whether the bot's model is shown images", _add_bot_model_images),
     Migration(19, "tasks.acceptance, tasks.goal: a goal task's criteria and its rounds", _add_task_goal),
-    # Append here: Migration(20, "...", _function_taking_a_connection),
+    Migration(20, "tasks.parent_id, tasks.plan: planned tasks and their subtasks", _add_task_plans),
+    # Append here: Migration(21, "...", _function_taking_a_connection),
 ]
 
 

@@ -116,6 +116,7 @@ class TaskRow(Base):
         Index("ix_tasks_bot_id_ended_at", "bot_id", "ended_at"),
         # A chat platform's outbox asks what live work a conversation has (migration 10).
         Index("ix_tasks_conversation_id", "conversation_id"),
+        Index("ix_tasks_parent_id", "parent_id"),  # a planned task's subtasks (migration 20)
     )
 
     id: Mapped[str] = mapped_column(primary_key=True)
@@ -151,6 +152,10 @@ class TaskRow(Base):
     # the state of its rounds (round count, each criterion's last verdict) as JSON ('' before the first).
     acceptance: Mapped[str] = mapped_column(default="", server_default="")
     goal: Mapped[str] = mapped_column(default="", server_default="")
+    # Planned tasks (migration 20, docs/plans.md): a subtask names its planned task ('' for any other
+    # task); a planned task keeps its plan and where it stands as JSON ('' for a task without a plan).
+    parent_id: Mapped[str] = mapped_column(default="", server_default="")
+    plan: Mapped[str] = mapped_column(default="", server_default="")
 
 
 class RunRow(Base):

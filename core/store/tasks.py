@@ -52,7 +52,13 @@ class TaskRecord:
     last_used_at: float = 0.0  # 0: never recorded; `idle_since` reads updated_at then
     archived_at: float = 0.0
     acceptance: str = ""  # the criteria as JSON (core.goals.acceptance); '' for a task without a goal
-    goal: str = ""  # its rounds as JSON (core.goals.state); '' before the first check
+    goal: str = ""  # its rounds as JSON (core.goals.rounds); '' before the first check
+    parent_id: str = ""  # the planned task a subtask belongs to; '' for any other task
+    plan: str = ""  # a planned task's plan and phase as JSON (core.plans.state); '' without a plan
+
+    @property
+    def is_subtask(self) -> bool:
+        return bool(self.parent_id)
 
     @property
     def idle_since(self) -> float:
@@ -77,6 +83,7 @@ class TaskChanges(TypedDict, total=False):
     last_used_at: float
     archived_at: float
     goal: str
+    plan: str
 
 
 UPDATABLE_FIELDS = frozenset(TaskChanges.__annotations__)
@@ -99,6 +106,8 @@ def insert_task(
     origin_message_id: int = 0,
     origin_ref: str = "",
     acceptance: str = "",
+    parent_id: str = "",
+    plan: str = "",
 ) -> TaskRecord:
     _require_absolute(folder)
     row = TaskRow(
@@ -123,6 +132,8 @@ def insert_task(
         created_at=now,
         updated_at=now,
         acceptance=acceptance,
+        parent_id=parent_id,
+        plan=plan,
     )
     s.add(row)
     s.flush()
@@ -146,8 +157,8 @@ def get_task(s: Session, id: str) -> TaskRecord | None:
 
 
 def list_tasks(s: Session, *, bot_id: str | None = None, include_ended: bool = True) -> list[TaskRecord]:
-    """Newest first."""
-    stmt = select(TaskRow)
+    """Newest first. A planned task's subtasks are not listed: they are parts of it (`subtasks_of`)."""
+    stmt = select(TaskRow).where(TaskRow.parent_id == "")
     if bot_id is not None:
         stmt = stmt.where(TaskRow.bot_id == bot_id)
     if not include_ended:
@@ -156,18 +167,30 @@ def list_tasks(s: Session, *, bot_id: str | None = None, include_ended: bool = T
     return [_record(row) for row in s.scalars(stmt)]
 
 
+def subtasks_of(s: Session, parent_id: str) -> list[TaskRecord]:
+    """A planned task's subtasks, in the order they were made."""
+    rows = s.scalars(
+        select(TaskRow).where(TaskRow.parent_id == parent_id).order_by(TaskRow.created_at, TaskRow.id)
+    )
+    return [_record(row) for row in rows]
+
+
 def tasks_of_conversation(s: Session, conversation_id: str) -> list[TaskRecord]:
-    """Tasks whose origin is this conversation, oldest first."""
+    """Tasks whose origin is this conversation, oldest first (subtasks are parts of their task)."""
     rows = s.scalars(
         select(TaskRow)
-        .where(TaskRow.conversation_id == conversation_id)
+        .where(TaskRow.conversation_id == conversation_id, TaskRow.parent_id == "")
         .order_by(TaskRow.created_at, TaskRow.id)
     )
     return [_record(row) for row in rows]
 
 
 def count_open_tasks(s: Session, bot_id: str) -> int:
-    stmt = select(func.count()).select_from(TaskRow).where(TaskRow.bot_id == bot_id, TaskRow.ended_at == 0)
+    stmt = (
+        select(func.count())
+        .select_from(TaskRow)
+        .where(TaskRow.bot_id == bot_id, TaskRow.ended_at == 0, TaskRow.parent_id == "")
+    )
     return s.execute(stmt).scalar_one()
 
 
@@ -196,6 +219,8 @@ def delete_task(s: Session, id: str) -> bool:
     row = s.get(TaskRow, id)
     if row is None:
         return False
+    for child in s.scalars(select(TaskRow.id).where(TaskRow.parent_id == id)).all():
+        delete_task(s, child)
     s.execute(delete(DeliveryRow).where(DeliveryRow.task_id == id))
     s.execute(delete(RunInputRow).where(RunInputRow.task_id == id))
     s.execute(delete(RunRow).where(RunRow.task_id == id))
@@ -244,4 +269,6 @@ def _record(row: TaskRow) -> TaskRecord:
         archived_at=row.archived_at,
         acceptance=row.acceptance,
         goal=row.goal,
+        parent_id=row.parent_id,
+        plan=row.plan,
     )

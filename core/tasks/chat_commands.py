@@ -41,6 +41,7 @@ class TaskChatCommands:
         brief: str,
         budget_usd: float | None,
         acceptance: list[Any] | None = None,
+        plan: bool = False,
     ) -> str:
         conversation_id, bot_id = await self._chat_conversation(session_id)
         request = await self._db.read(lambda s: msg_rows.last_user_message(s, conversation_id))
@@ -55,6 +56,7 @@ class TaskChatCommands:
                 brief=brief,
                 budget_usd=budget_usd,
                 acceptance=acceptance,
+                plan=plan,
                 origin_message_id=request.id if request else 0,
                 origin_ref=f"turn:{turn}" if turn else "",
             )

@@ -28,6 +28,7 @@ from core.goals.rounds import GoalState, restarted
 from core.goals.words import criteria_brief
 from core.guard.guard import GuardedCall
 from core.ids import new_id
+from core.plans.state import PlanState
 from core.store import conversations as conv_rows
 from core.store import messages as msg_rows
 from core.store import run_inputs as input_rows
@@ -47,6 +48,7 @@ from core.tasks.views import TaskDetail, TaskView
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
+    from core.tasks.planned import PlannedTasks
 
 MAX_OPEN_TASKS = 10
 MAX_TEXT = 100_000  # a person's words, a brief or a follow-up, as for a chat message
@@ -73,6 +75,7 @@ class TaskCommands:
         *,
         reserve: ChatReserve,
         sessions: Callable[[], AgentRuntime | None],
+        planned: PlannedTasks,
     ) -> None:
         self._db = db
         self._bus = bus
@@ -82,6 +85,7 @@ class TaskCommands:
         self._reads = reads
         self._reserve = reserve
         self._sessions = sessions
+        self._planned = planned
 
     @property
     def _runtime(self) -> AgentRuntime | None:
@@ -101,22 +105,19 @@ class TaskCommands:
         record_request: bool = False,
         in_new_conversation: bool = False,
         acceptance: object = None,
+        plan: bool = False,
     ) -> TaskView:
         """A person asked for background work (chat's task_start, or POST /api/tasks).
 
         `acceptance`, when given, makes it a goal task: its raw criteria, validated whole here
-        (docs/goals.md#criteria), before anything is made.
+        (docs/goals.md#criteria), before anything is made. `plan` makes it a planned task: a planner turn
+        splits it into subtasks (docs/plans.md).
 
         `record_request` stores the words as the person's message in the conversation (the desktop's
         "new task"), so the result arrives under the request. `in_new_conversation` makes the task a
         conversation of its own, titled after it, in the task's own transaction: a refused task leaves no
         empty conversation, and a crash no conversation without its task (docs/desktop.md#new-task)."""
-        if in_new_conversation and conversation_id:
-            raise InvalidInputError("conversationId", "must be empty for a task in a new conversation")
-        if not words.strip():
-            raise InvalidInputError("text", "must be a non-empty string")
-        _check_length("text", words)
-        _check_length("brief", brief)
+        _check_request(words, brief, new_conversation=in_new_conversation, conversation_id=conversation_id)
         budget = DEFAULT_BUDGET_USD if budget_usd is None else budget_usd
         if not 0 < budget <= MAX_BUDGET_USD:
             raise InvalidInputError("budgetUsd", f"must be more than 0 and at most {MAX_BUDGET_USD:g}")
@@ -171,25 +172,15 @@ class TaskCommands:
                 origin_message_id=origin,
                 origin_ref=origin_ref,
                 acceptance=_stored(criteria),
+                plan=PlanState().dumps() if plan else "",
             )
             task_rows.update_task(s, task_id, now=now, last_used_at=now)
-            input_rows.insert_input(
+            _first_run(
                 s,
-                id=new_id("i"),
-                kind="brief",
-                text=_first_input(words, brief, recent, Path(bot.workspace), criteria),
-                now=now,
-                task_id=task_id,
-                from_person=True,
-            )
-            run_rows.insert_run(
-                s,
-                id=new_id("r"),
-                bot_id=bot.id,
-                session_id=task_session_id(task_id),
-                cause="launch",
-                now=now,
-                task_id=task_id,
+                record,
+                _first_input(words, brief, recent, Path(bot.workspace), criteria),
+                now,
+                planned=plan,
             )
             return record
 
@@ -199,7 +190,10 @@ class TaskCommands:
             # Whatever refused the insert, nothing of the task is left behind: no folder without a row.
             await asyncio.to_thread(shutil.rmtree, folder, True)
             raise
-        self._runner.poke()
+        if plan:
+            self._planned.launched(task_id)
+        else:
+            self._runner.poke()
         self._bus.publish(TaskChanged(task_id))
         if in_new_conversation:
             self._bus.publish(ConversationsChanged())  # the sidebar shows the new conversation
@@ -242,6 +236,10 @@ class TaskCommands:
         _check_length("text", text)
         task = await self._reads.task(task_id)
         _refuse_ended(task)
+        if task.plan:
+            how = await self._planned.follow_up(task, text, cause)
+            self._bus.publish(TaskChanged(task_id))
+            return how
         input_id = new_id("i")
         now = self._clock.time()
         active = self._runner.active_run(task_id)
@@ -293,6 +291,8 @@ class TaskCommands:
                 s, task_id, now=now, ended_at=now, end_reason="stopped", stopped_by="person"
             )
         )
+        for subtask in await self._planned.stop(task):
+            await self.stop_task(subtask)
         active = self._runner.active_run(task_id)
         if active is not None:
             await self._runner.stop_run(active, refuse=True)
@@ -312,12 +312,15 @@ class TaskCommands:
         """Stop it, then remove its rows, folder and session history."""
         task = await self._reads.task(task_id)
         await self.stop_task(task_id)
-        if self._runtime is not None:
-            await self._runtime.close_session(task.session_id)
+        subtasks = await self._db.read(lambda s: task_rows.subtasks_of(s, task_id))
+        for part in [*subtasks, task]:
+            if self._runtime is not None:
+                await self._runtime.close_session(part.session_id)
         workspace = Path((await self._bots.get(task.bot_id)).workspace)
         await asyncio.to_thread(remove_folder, Path(task.folder), workspace)
         if self._runtime is not None:
-            await self._runtime.delete_history(task.session_id)
+            for part in [*subtasks, task]:
+                await self._runtime.delete_history(part.session_id)
         await self._db.write(lambda s: task_rows.delete_task(s, task_id))
         self._bus.publish(TaskChanged(task_id))
 
@@ -410,6 +413,36 @@ def _queue_run(s: Session, task: TaskRecord, cause: RunCause, now: float) -> str
     )
     task_rows.update_task(s, task.id, now=now, ended_at=0, end_reason="")
     return "resumed"
+
+
+def _check_request(words: str, brief: str, *, new_conversation: bool, conversation_id: str | None) -> None:
+    if new_conversation and conversation_id:
+        raise InvalidInputError("conversationId", "must be empty for a task in a new conversation")
+    if not words.strip():
+        raise InvalidInputError("text", "must be a non-empty string")
+    _check_length("text", words)
+    _check_length("brief", brief)
+
+
+def _first_run(s: Session, task: TaskRecord, brief: str, now: float, *, planned: bool) -> None:
+    """The task's brief and its first run. A planned task has no session to take its brief: its planner
+    reads it; and its own run spans the plan, holding no slot (core.tasks.planned)."""
+    brief_id = new_id("i")
+    input_rows.insert_input(
+        s, id=brief_id, kind="brief", text=brief, now=now, task_id=task.id, from_person=True
+    )
+    run = run_rows.insert_run(
+        s,
+        id=new_id("r"),
+        bot_id=task.bot_id,
+        session_id=task.session_id,
+        cause="launch",
+        now=now,
+        task_id=task.id,
+    )
+    if planned:
+        input_rows.mark_taken(s, brief_id, now=now)
+        run_rows.set_run_state(s, run.id, "running", now=now)
 
 
 def _first_input(

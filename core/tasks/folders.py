@@ -22,6 +22,11 @@ def task_folder(workspace: Path, title: str, task_id: str) -> Path:
     return workspace / "tasks" / f"{slug(title)}-{task_id.removeprefix('t_')}"
 
 
+def subtask_folder(task_folder: Path, title: str, task_id: str) -> Path:
+    """A planned task's subtask works in a folder inside the planned task's (docs/plans.md#subtasks)."""
+    return task_folder / "parts" / f"{slug(title)}-{task_id.removeprefix('t_')}"
+
+
 def folder_size(folder: Path) -> int:
     """Bytes under `folder` (0 when missing). Blocking: call it off the loop."""
     total = 0

@@ -28,7 +28,7 @@ from core.changes import TaskChanged
 from core.clock import Clock
 from core.goals.acceptance import Criterion, parse_acceptance
 from core.goals.progress import folder_fingerprint
-from core.goals.review import CheckPlace, review_round
+from core.goals.review import AskJudge, CheckPlace, review_round
 from core.goals.rounds import GoalState, RoundLimits, RoundResult, StopReason, next_round
 from core.goals.words import round_feedback
 from core.ids import new_id
@@ -36,6 +36,7 @@ from core.store import run_inputs as input_rows
 from core.store import tasks as task_rows
 from core.store.database import Database
 from core.store.tasks import TaskRecord
+from core.tasks.report import Report
 
 if TYPE_CHECKING:
     from core.agent.runtime import AgentRuntime
@@ -74,6 +75,31 @@ def goal_detail(task: TaskRecord, limits: RoundLimits | None = None) -> dict[str
             for i, c in enumerate(criteria)
         ],
     }
+
+
+async def judge_round(
+    task: TaskRecord,
+    criteria: tuple[Criterion, ...],
+    report: Report,
+    place: CheckPlace,
+    clock: Clock,
+    *,
+    ask: AskJudge,
+    limits: RoundLimits,
+) -> RoundResult:
+    """Check every criterion against the task's folder and `report`, and decide the round (nothing saved).
+    ModelCallError when the judge cannot be asked."""
+    verdicts = await review_round(criteria, report, place, clock, title=task.title, ask=ask)
+    fingerprint = await asyncio.to_thread(folder_fingerprint, Path(task.folder))
+    return next_round(
+        GoalState.loads(task.goal),
+        verdicts,
+        fingerprint,
+        now=clock.time(),
+        created_at=task.created_at,
+        machine_checks=any(c.check is not None for c in criteria),
+        limits=limits,
+    )
 
 
 @dataclass
@@ -115,23 +141,13 @@ class GoalRounds:
 
         before = GoalState.loads(task.goal)
         try:
-            verdicts = await review_round(criteria, report, place, self.clock, title=task.title, ask=ask)
+            result = await judge_round(task, criteria, report, place, self.clock, ask=ask, limits=self.limits)
         except ModelCallError as exc:
             why = StopReason("judge", {"error": exc.message})
             stopped = replace(before, stopped=why.words("en"))
             await self.db.write(lambda s: self._save(s, task.id, stopped))
             self._stop(run, why)
             return False
-        fingerprint = await asyncio.to_thread(folder_fingerprint, folder)
-        result = next_round(
-            before,
-            verdicts,
-            fingerprint,
-            now=self.clock.time(),
-            created_at=task.created_at,
-            machine_checks=any(c.check is not None for c in criteria),
-            limits=self.limits,
-        )
         log.info("task %s goal round %d: %s", task.id, result.state.round, result.decision)
         if result.decision == "again":
             await self._next_round(run, task, criteria, result)

@@ -31,7 +31,8 @@ a task with task_start instead of doing it here, and confirm in one sentence wha
 「好,后台开始调研三家云的 GPU 价格,好了告诉你。」. Do not start a task for something you can answer now.
 Pass the user's request in `brief` with what you know that helps; the user's own words are added for you.
 When the user says what must be true for the work to count (the tests pass, a file exists), pass that as
-`acceptance`: the task is then done only when the host's checks pass.
+`acceptance`: the task is then done only when the host's checks pass. Pass `plan: true` when the goal has
+two or more parts that can be delivered on their own, or one part must come first.
 When the user refers to a task ("the GPU one, make it English"), use task_message. task_list shows open
 tasks."""
 

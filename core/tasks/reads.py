@@ -15,6 +15,7 @@ from core.bots.service import BotService
 from core.chat.views import TaskChip
 from core.clock import Clock
 from core.errors import InvalidInputError, NotFoundError
+from core.plans.state import PlanState
 from core.store import messages as msg_rows
 from core.store import runs as run_rows
 from core.store import tasks as task_rows
@@ -138,7 +139,42 @@ class TaskReads:
             cleanup_at=task.cleanup_at,
             idle_since=task.idle_since,
             goal=goal_detail(task),
+            plan=await self._plan_detail(task, lang) if task.plan else None,
         )
+
+    async def _plan_detail(self, task: TaskRecord, lang: Language) -> dict[str, Any]:
+        """A planned task's plan as GET /api/tasks/{id} and the task detail show it: each subtask with its
+        stage, spend and steps (docs/plans.md#what-the-task-shows)."""
+        state = PlanState.loads(task.plan)
+        children = await self._db.read(lambda s: task_rows.subtasks_of(s, task.id))
+        active = {c.id for c in children if self._runner.active_run(c.id) is not None}
+        states = await self._db.read(lambda s: load_states(s, children, active=active))
+        by_id = {st.task.id: st for st in states}
+        shown = []
+        for sub in state.plan.subtasks if state.plan is not None else ():
+            child = by_id.get(state.children.get(sub.id, ""))
+            view = self._view(child, lang) if child is not None else None
+            steps = 0
+            for run in child.runs if child is not None else ():
+                live = self._runner.live_steps(run.id)
+                steps += len(live) if live is not None else len(run.activity)
+            shown.append(
+                {
+                    "id": sub.id,
+                    "title": sub.title,
+                    "dependsOn": list(sub.depends_on),
+                    "deliverables": list(sub.deliverables),
+                    "taskId": child.task.id if child is not None else "",
+                    "stage": view.stage if view is not None else "",
+                    "stageLabel": view.stage_label if view is not None else "",
+                    "latestLine": view.latest_line if view is not None else "",
+                    "costUsd": child.task.spent_usd if child is not None else 0.0,
+                    "steps": steps,
+                    "runs": len(child.runs) if child is not None else 0,
+                    "folder": child.task.folder if child is not None else "",
+                }
+            )
+        return {"phase": state.phase, "subtasks": shown}
 
     async def chips(self, conversation_id: str, lang: Language = "zh") -> dict[str, list[TaskChip]]:
         """Tasks started from this conversation, by the chat turn that started them (for the reply's chip)."""

@@ -4,7 +4,7 @@ the note to the chat session once a result reached the person."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
@@ -54,13 +54,18 @@ class ResultPush:
         self._outbox = outbox
         self._sessions = sessions
         outbox.on_delivered(self.tell_chat)
+        # A planned task's subtask ends quietly: its planned task is told instead (core.tasks.planned).
+        self.on_subtask_end: Callable[[TaskRecord], Awaitable[None]] | None = None
 
     @property
     def _runtime(self) -> AgentRuntime | None:
         return self._sessions()
 
     def stage_pushes(self, s: Session, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
-        """What a run's end owes the task's conversation, queued in the transaction that ends it."""
+        """What a run's end owes the task's conversation, queued in the transaction that ends it. A
+        subtask's end owes nothing: its planned task pushes once for all (docs/plans.md)."""
+        if task.parent_id:
+            return
         lang = language_of(task.brief)
         goal = goal_summary(lang, task, run.outcome)
         if run.outcome == "done" and report is not None and (report.message or goal):
@@ -77,6 +82,8 @@ class ResultPush:
             self._stage(s, task, run, "question", f"{line}\n{pushed(lang, 'budget_options')}")
 
     async def run_finished(self, run: RunRecord, task: TaskRecord, report: Report | None) -> None:
+        if task.parent_id and self.on_subtask_end is not None:
+            await self.on_subtask_end(task)
         # The run's end withdrew its questions, so a question held behind them may go now too.
         await self._outbox.flush()
         self._bus.publish(TaskChanged(task.id))

@@ -91,6 +91,10 @@ class TaskWork:
     # Why a goal task's rounds stopped without the goal met (docs/goals.md#rounds): the run fails with it.
     goal_stop: str = ""
     goal_stop_words: dict[str, str] = field(default_factory=dict)  # the same in each language
+    # A planned task's subtask counts against the planned task's budget (docs/plans.md#budget): its id,
+    # and how much of this run's spend is saved in the rows already.
+    pool: str = ""
+    saved_usd: float = 0.0
 
 
 TaskRun = LiveRun[TaskWork]
@@ -120,6 +124,10 @@ class TaskRunPolicy:
     on_finished: Finished
     owed_pushes: OwedPushes
     goals: GoalRounds | None = None
+    # What each planned task has spent as saved in its row, kept as its subtasks' spend is saved; and the
+    # working runs of its subtasks, whose unsaved spend counts too.
+    pool_spent: dict[str, float] = field(default_factory=dict)
+    pool_runs: Callable[[str], list[TaskRun]] = lambda _pool: []
 
     def changed(self, run: TaskRun) -> None:
         self.bus.publish(TaskChanged(run.work.task_id))
@@ -128,7 +136,12 @@ class TaskRunPolicy:
         self.bus.publish(RunStepAdded(run.work.task_id, run.run_id))
 
     def past_budget(self, run: TaskRun) -> Ending | None:
-        spent = run.work.spent_before + run.cost.usd
+        pool = run.work.pool
+        if pool:
+            unsaved = sum(r.cost.usd - r.work.saved_usd for r in self.pool_runs(pool))
+            spent = self.pool_spent.get(pool, 0.0) + unsaved
+        else:
+            spent = run.work.spent_before + run.cost.usd
         return Ending("budget") if reached_budget(spent, run.work.budget_usd) else None
 
     def count_spend(self, s: Session, run: TaskRun, cost: RunCost, before: RunRecord, now: float) -> None:
@@ -146,6 +159,20 @@ class TaskRunPolicy:
             unpriced_calls=task.unpriced_calls + cost.unpriced_calls - before.unpriced_calls,
             last_used_at=now,
         )
+        run.work.saved_usd = cost.usd
+        parent = task_rows.get_task(s, task.parent_id) if task.parent_id else None
+        if parent is not None:
+            # A subtask's spend is its planned task's too: that is the budget it counts against.
+            spent = parent.spent_usd + cost.usd - before.cost_usd
+            task_rows.update_task(
+                s,
+                parent.id,
+                now=now,
+                spent_usd=spent,
+                spent_other=_minus(add_amounts(parent.spent_other, cost.other), before.cost_other),
+                unpriced_calls=parent.unpriced_calls + cost.unpriced_calls - before.unpriced_calls,
+            )
+            self.pool_spent[parent.id] = spent
 
     async def take_inputs(self, run: TaskRun) -> bool:
         untaken = await self.db.read(lambda s: input_rows.untaken_inputs(s, run.work.task_id))
@@ -274,6 +301,7 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         self._policy = TaskRunPolicy(db, bus, clock, limits, self.release, on_finished, owed_pushes)
         super().__init__(db, bus, clock, bots, self._policy, spending, limits.retry)
         self._policy.goals = GoalRounds(db, bus, clock, lambda: self._runtime, self._driver.count_usage)
+        self._policy.pool_runs = lambda pool: [r for r in self._driver.runs() if r.work.pool == pool]
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._rule_starter: RuleStarter | None = None
@@ -310,9 +338,10 @@ class TaskRunner(BackgroundRunner[TaskWork]):
         self.poke()
 
     def set_budget(self, task_id: str, budget_usd: float) -> None:
-        """A person changed the task's budget: a working run counts against the new one from now on."""
+        """A person changed the task's budget: a working run counts against the new one from now on (a
+        planned task's subtasks' runs too)."""
         for run in self._driver.runs():
-            if run.work.task_id == task_id:
+            if task_id in (run.work.task_id, run.work.pool):
                 run.work.budget_usd = budget_usd
 
     def active_run(self, task_id: str) -> str | None:
@@ -407,14 +436,23 @@ class TaskRunner(BackgroundRunner[TaskWork]):
                 lambda s: run_rows.end_run(s, run_id, outcome="stopped", now=self._clock.time())
             )
             return
-        if reached_budget(task.spent_usd, task.budget_usd):
+        # A subtask counts against its planned task's budget (docs/plans.md#budget).
+        pool = (
+            await self._db.read(lambda s: task_rows.get_task(s, task.parent_id)) if task.parent_id else None
+        )
+        counted = pool or task
+        if reached_budget(counted.spent_usd, counted.budget_usd):
             # Still over its budget (a person wrote while the budget question waits): the input is kept
             # untaken and the question is asked again (docs/cost.md#task-budget).
             await self._driver.end(run_id, Ending("budget"))
             return
         session = await self._open_session(task)
         session.refuse_tools("")
-        work = TaskWork(task.id, spent_before=task.spent_usd, budget_usd=task.budget_usd)
+        work = TaskWork(
+            task.id, spent_before=task.spent_usd, budget_usd=counted.budget_usd, pool=pool.id if pool else ""
+        )
+        if pool is not None:
+            self._policy.pool_spent[pool.id] = pool.spent_usd
         live = await self._driver.begin(run_id, task.bot_id, session, work, nudged=bool(run.nudged))
         await self._policy.hand_over_inputs(live)
         if session.status == "idle":

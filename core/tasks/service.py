@@ -28,6 +28,7 @@ from core.store.run_inputs import InputKind
 from core.store.runs import RunCause
 from core.tasks.chat_commands import TaskChatCommands
 from core.tasks.commands import ChatReserve, TaskCommands
+from core.tasks.planned import PlannedTasks
 from core.tasks.questions import TaskQuestions
 from core.tasks.reads import TaskAuditSource, TaskReads
 from core.tasks.reporting import TaskReporting
@@ -82,8 +83,20 @@ class TaskService:
             limits=replace(TASK_LIMITS, retry=retry),
         )
         self.reads = TaskReads(db, clock, bots, self.runner, sessions=self._sessions, audit=audit)
+        self.planned = PlannedTasks(
+            db, bus, clock, bots, meter, self.runner, self._push, sessions=self._sessions
+        )
+        self._push.on_subtask_end = self.planned.subtask_ended
         self.commands = TaskCommands(
-            db, bus, clock, bots, self.runner, self.reads, reserve=reserve, sessions=self._sessions
+            db,
+            bus,
+            clock,
+            bots,
+            self.runner,
+            self.reads,
+            reserve=reserve,
+            sessions=self._sessions,
+            planned=self.planned,
         )
         self.questions = TaskQuestions(db, clock, outbox, self.runner, self.commands)
         self.reporting = TaskReporting(db, bus, clock, self.runner, self.reads, self.questions)
@@ -100,10 +113,12 @@ class TaskService:
     async def start(self, runtime: AgentRuntime) -> None:
         """After restart recovery (core.tasks.startup_recovery): runs start, owed pushes go."""
         self._runtime = runtime
+        await self.planned.recover()
         await self.runner.start(runtime)
         await self._outbox.flush()
 
     async def shutdown(self) -> None:
+        await self.planned.shutdown()
         await self.runner.stop()
 
     # ---- commands (core.tasks.commands) --------------------------------------------------------------
@@ -122,6 +137,7 @@ class TaskService:
         record_request: bool = False,
         in_new_conversation: bool = False,
         acceptance: object = None,
+        plan: bool = False,
     ) -> TaskView:
         return await self.commands.create(
             bot_id=bot_id,
@@ -135,6 +151,7 @@ class TaskService:
             record_request=record_request,
             in_new_conversation=in_new_conversation,
             acceptance=acceptance,
+            plan=plan,
         )
 
     async def follow_up(

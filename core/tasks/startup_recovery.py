@@ -46,8 +46,8 @@ class StartupRecovery:
             runs, facts, inputs, jobs = [], [], [], {}
             for run in live:
                 task = task_rows.get_task(s, run.task_id)
-                if task is None:
-                    continue
+                if task is None or task.plan:
+                    continue  # a planned task's own run is recovered by core.tasks.planned
                 state = load_state(s, task, active=True)
                 report = state.report
                 runs.append(

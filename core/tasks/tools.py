@@ -19,6 +19,7 @@ class ChatTaskCommands(Protocol):
         brief: str,
         budget_usd: float | None,
         acceptance: list[Any] | None = None,
+        plan: bool = False,
     ) -> str: ...
 
     async def message_from_chat(self, session_id: str, task: str, text: str) -> str: ...
@@ -45,6 +46,13 @@ class TaskStartArgs(BaseModel):
             '{"type": "command", "command": "pytest -q"} (exit 0), {"type": "file", "path": "out.pdf"} '
             '(exists, not empty) or {"type": "contains", "path": ..., "text": ...}. The task is done only '
             "when every criterion passes."
+        ),
+    )
+    plan: bool = Field(
+        default=False,
+        description=(
+            "True when the goal has two or more parts that can be delivered on their own, or one part must "
+            "come before another: a planner splits it into subtasks that run in parallel where they can."
         ),
     )
 
@@ -75,7 +83,7 @@ class TaskReportArgs(BaseModel):
 def chat_task_tools(commands: ChatTaskCommands) -> list[ToolSpec]:
     async def task_start(ctx: ToolContext, args: TaskStartArgs) -> str:
         return await commands.start_from_chat(
-            ctx.session_id, args.title, args.brief, args.budget_usd, args.acceptance
+            ctx.session_id, args.title, args.brief, args.budget_usd, args.acceptance, args.plan
         )
 
     async def task_message(ctx: ToolContext, args: TaskMessageArgs) -> str:

@@ -109,6 +109,8 @@ class TaskDetail:
     idle_since: float = 0.0
     # A goal task's rounds and criteria with their last verdicts (docs/goals.md); None without a goal.
     goal: dict[str, Any] | None = None
+    # A planned task's phase and subtasks with their stage, spend and steps (docs/plans.md); None without.
+    plan: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,4 +125,5 @@ class TaskDetail:
             "cleanupAt": self.cleanup_at,
             "idleSince": self.idle_since,
             "goal": self.goal,
+            "plan": self.plan,
         }

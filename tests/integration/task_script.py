@@ -12,8 +12,13 @@ from tests.fakes.model_server import Reply, ToolCallSpec
 TASK_MARK = re.compile(r"You are working on a background task for the user: (.+?)\.\n")
 # A rule run's session is keyed "rule:<title>".
 RULE_MARK = re.compile(r"You are running a standing rule for the user: (.+?)\.\n")
-# A goal task's judge turn is keyed "judge:<title>".
-JUDGE_MARK = re.compile(r"You are judging a background task for the user: (.+?)\.\n")
+# A goal task's judge turn is keyed "judge:<title>"; a planned task's planner and merger turns
+# "plan:<title>" and "merge:<title>".
+HOST_TURNS = {
+    "judge": re.compile(r"You are judging a background task for the user: (.+?)\.\n"),
+    "plan": re.compile(r"You are planning a background task for the user: (.+?)\.\n"),
+    "merge": re.compile(r"You are merging the results of a background task for the user: (.+?)\.\n"),
+}
 
 
 def report(state: str, summary: str = "did it", **fields: Any) -> Reply:
@@ -43,8 +48,9 @@ class SessionScript:
         found = TASK_MARK.search(system)
         if found is None and (rule := RULE_MARK.search(system)) is not None:
             return f"rule:{rule.group(1)}"
-        if found is None and (judged := JUDGE_MARK.search(system)) is not None:
-            return f"judge:{judged.group(1)}"
+        for turn, mark in HOST_TURNS.items():
+            if found is None and (host_turn := mark.search(system)) is not None:
+                return f"{turn}:{host_turn.group(1)}"
         return found.group(1) if found else "chat"
 
     def __call__(self, body: dict[str, Any]) -> Reply:

@@ -377,6 +377,7 @@ ROUTES: dict[tuple[str, str], Route] = {
             Field(("botId",), "str"),
             Field(("conversationId",), "str"),
             Field(("budgetUsd",), "num"),
+            Field(("plan",), "bool"),
         ),
     ),
     ("GET", "/api/tasks/{id}"): Route(params={"id": "task"}, query=("lang",)),

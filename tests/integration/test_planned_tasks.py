@@ -1,0 +1,169 @@
+"""Planned tasks through the real host (docs/plans.md): a planner's plan, subtasks in dependency order and
+in parallel where they may, one merged result; a plan refused twice fails with the reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+from core.host import Host
+from tests.fakes.model_server import Reply
+from tests.integration.host_fixtures import running_api
+from tests.integration.task_script import SessionScript, bash, report
+from tests.integration.test_tasks import messages, new_task, wait_stage
+from tests.waiting import wait_until
+
+GOAL = "Compare two clouds"
+PLAN = {
+    "subtasks": [
+        {"id": "aws", "title": "Price AWS", "brief": "Find the A100 hourly price on AWS."},
+        {"id": "gcp", "title": "Price GCP", "brief": "Find the A100 hourly price on GCP."},
+        {
+            "id": "report",
+            "title": "Write the comparison",
+            "brief": "Compare the two prices in report.md.",
+            "dependsOn": ["aws", "gcp"],
+            "deliverables": ["report.md"],
+        },
+    ]
+}
+MERGED = {"message": "AWS $4.1/h, GCP $3.7/h: GCP is cheaper. See report.md.", "summary": "Compared."}
+
+
+def meet(mine: str, other: str) -> Reply:
+    """A step that finishes only while the other subtask works too: it marks itself, then waits for the
+    other's mark (bounded, so a plan run one after another fails instead of hanging)."""
+    return bash(
+        f"touch ../{mine}.ready; for i in $(seq 200); do [ -f ../{other}.ready ] && exit 0; "
+        "sleep 0.05; done; exit 1"
+    )
+
+
+def part(mine: str, other: str, message: str) -> list[Reply]:
+    return [meet(mine, other), report("done", f"found {message}", message=message), Reply.text("ok")]
+
+
+async def pushed(host: Host, client: httpx.AsyncClient, cid: str, start: str) -> list[str]:
+    async def arrived() -> bool:
+        return any(m["text"].startswith(start) for m in await messages(client, cid))
+
+    await wait_until(host.bus, arrived, what=f"a message starting {start!r}")
+    return [m["text"] for m in await messages(client, cid) if m["role"] != "user"]
+
+
+def tool_results(script: SessionScript, who: str) -> list[str]:
+    return [str(m.get("content")) for m in script.requests[who][-1]["messages"] if m.get("role") == "tool"]
+
+
+async def test_a_plan_runs_independent_subtasks_together_then_the_dependent_one_and_merges_once(
+    host: Host, script: SessionScript
+) -> None:
+    script.add(f"plan:{GOAL}", [Reply.text(json.dumps(PLAN))])
+    script.add("Price AWS", part("aws", "gcp", "AWS: $4.1/h"))
+    script.add("Price GCP", part("gcp", "aws", "GCP: $3.7/h"))
+    script.add(
+        "Write the comparison",
+        [
+            bash("echo 'GCP is cheaper' > report.md"),
+            report("done", "wrote report.md", message="Wrote report.md.", files=["report.md"]),
+            Reply.text("ok"),
+        ],
+    )
+    script.add(f"merge:{GOAL}", [Reply.text(json.dumps(MERGED))])
+    async with running_api(host) as client:
+        task = await new_task(client, GOAL, plan=True)
+        done = await wait_stage(host, client, task["id"], "ready", timeout=30)
+        # Both waited for each other, so both worked at once.
+        assert tool_results(script, "Price AWS")[0].startswith("exit code 0")
+        assert tool_results(script, "Price GCP")[0].startswith("exit code 0")
+        # The dependent one started after both, told what they reported.
+        brief = script.user_texts("Write the comparison", 0)[-1]
+        assert "Your part: Write the comparison" in brief
+        assert "AWS: $4.1/h" in brief and "GCP: $3.7/h" in brief
+
+        plan = done["plan"]
+        assert plan["phase"] == "ended"
+        shown = [(s["id"], s["stage"], s["dependsOn"]) for s in plan["subtasks"]]
+        assert shown == [("aws", "ready", []), ("gcp", "ready", []), ("report", "ready", ["aws", "gcp"])]
+        assert all(s["steps"] > 0 and s["runs"] == 1 for s in plan["subtasks"])
+        folders = [Path(s["folder"]) for s in plan["subtasks"]]
+        assert all(f.parent == Path(done["folder"]) / "parts" for f in folders)
+        assert (folders[2] / "report.md").read_text() == "GCP is cheaper\n"
+        assert done["latestLine"] == MERGED["message"]
+        assert done["report"]["files"] == [str(folders[2] / "report.md")]
+
+        said = await pushed(host, client, task["conversationId"], MERGED["message"])
+        # One push for the whole goal: none for the subtasks.
+        assert said == [MERGED["message"]]
+        # The subtasks are parts of the task, not tasks of their own in the list.
+        listed = (await client.get("/api/tasks")).json()["tasks"]
+        assert [t["id"] for t in listed] == [task["id"]]
+
+
+async def test_a_plan_that_cannot_run_is_asked_for_again_once_then_the_task_fails_with_why(
+    host: Host, script: SessionScript
+) -> None:
+    cycle = {
+        "subtasks": [
+            {"id": "a", "title": "A", "brief": "a", "dependsOn": ["b"]},
+            {"id": "b", "title": "B", "brief": "b", "dependsOn": ["a"]},
+        ]
+    }
+    script.add(
+        f"plan:{GOAL}", [Reply.text("Here is my plan: first A, then B."), Reply.text(json.dumps(cycle))]
+    )
+    async with running_api(host) as client:
+        task = await new_task(client, GOAL, plan=True)
+        failed = await wait_stage(host, client, task["id"], "failed", timeout=30)
+        retry = script.user_texts(f"plan:{GOAL}", 1)[-1]
+        assert "Your previous answer could not be used: the plan is not JSON" in retry
+        assert script.tool_names(f"plan:{GOAL}") == []  # the planner has no tools
+        error = failed["runs"][0]["error"]
+        assert error == (
+            "the planner gave no usable plan twice: the dependencies go round in a circle: a -> b -> a"
+        )
+        assert failed["plan"]["subtasks"] == []  # nothing half-made
+        said = await pushed(host, client, task["conversationId"], f"“{GOAL}” did not finish")
+        assert len(said) == 1
+
+
+async def test_plan_must_be_true_or_false(host: Host) -> None:
+    async with running_api(host) as client:
+        r = await client.post("/api/tasks", json={"text": GOAL, "plan": "yes"})
+        assert r.status_code == 400
+        assert r.json()["error"]["message"].startswith("plan")
+        assert (await client.get("/api/tasks")).json()["tasks"] == []
+
+
+async def test_a_planned_goal_is_planned_again_with_what_failed_until_its_check_passes(
+    host: Host, script: SessionScript
+) -> None:
+    first = {"subtasks": [{"id": "notes", "title": "Take notes", "brief": "Write notes.md."}]}
+    second = {"subtasks": [{"id": "report", "title": "Write the report", "brief": "Write report.md."}]}
+    script.add(f"plan:{GOAL}", [Reply.text(json.dumps(first)), Reply.text(json.dumps(second))])
+    script.add(
+        "Take notes", [bash("echo n > notes.md"), report("done", "notes", message="Notes."), Reply.text("ok")]
+    )
+    script.add(
+        "Write the report",
+        [bash("echo r > report.md"), report("done", "report", message="Report."), Reply.text("ok")],
+    )
+    merged = [
+        Reply.text(json.dumps({"message": m, "summary": m})) for m in ("Notes taken.", "Report written.")
+    ]
+    script.add(f"merge:{GOAL}", merged)
+    acceptance = [{"text": "a report", "check": {"type": "command", "command": "ls parts/*/report.md"}}]
+    async with running_api(host) as client:
+        task = await new_task(client, GOAL, plan=True, acceptance=acceptance)
+        done = await wait_stage(host, client, task["id"], "ready", timeout=30)
+        replan = script.user_texts(f"plan:{GOAL}", 1)[-1]
+        assert (
+            "What is still needed (the new subtasks are for this):\n[Goal check after round 1 of 5]" in replan
+        )
+        assert "Subtasks already done for this task:\n- Take notes (done;" in replan
+        assert [s["id"] for s in done["plan"]["subtasks"]] == ["notes", "report"]
+        assert (done["goal"]["round"], done["goal"]["met"]) == (2, True)
+        said = await pushed(host, client, task["conversationId"], "Report written.")
+        assert said == ["Report written.\nAll 1 acceptance criteria met: ✓ a report (command)"]
