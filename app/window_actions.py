@@ -135,11 +135,16 @@ class WindowActions:
         if self._open is not None:
             self._open.close()
 
-    async def _create_task(self, bot_id: str, title: str, brief: str) -> TaskView:
+    async def _create_task(self, bot_id: str, title: str, brief: str, plan: bool) -> TaskView:
         # A conversation of its own, never the one shown last: the person's words are stored there as the
         # request, so the result lands under them and nothing lands in an unrelated chat.
         return await self._host.tasks.create(
-            bot_id=bot_id or None, words=brief, title=title, record_request=True, in_new_conversation=True
+            bot_id=bot_id or None,
+            words=brief,
+            title=title,
+            record_request=True,
+            in_new_conversation=True,
+            plan=plan,
         )
 
     def _first_run_done(self) -> None:

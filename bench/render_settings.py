@@ -115,7 +115,7 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     paths.append(grab(prefs, out_dir, "app-settings", scheme, lang))
     prefs.reject()
 
-    async def refuse(_bot: str, _title: str, _brief: str) -> object:
+    async def refuse(_bot: str, _title: str, _brief: str, _plan: bool) -> object:
         raise ConflictError(
             "天天 已经有 10 个进行中的任务,先停掉或做完一个。"
             if zh
@@ -128,6 +128,7 @@ async def render(app: QApplication, out_dir: Path, scheme: theme.Scheme, lang: i
     new_task.brief_input.setPlainText(
         "调研三家云的 GPU 价格,整理成一张表" if zh else "Compare GPU prices across three clouds"
     )
+    new_task.plan_switch.setChecked(True)
     new_task.submit()
     await settle()
     paths.append(grab(new_task, out_dir, "new-task", scheme, lang))

@@ -5,9 +5,11 @@
     要做的事    [                                   ]
                 [                                   ]
     机器人      [天天 ▾]          (only with more than one bot)
+    计划        (○ 拆成几部分来做)
                                         [取消] [创建]
 
-The dialog only gathers the words; the injected `create(bot_id, title, brief)` does the work (the app
+The dialog only gathers the words; the injected `create(bot_id, title, brief, plan)` does the work (`plan`:
+the switch, a planned task split into parts, docs/plans.md; the app
 binds it to `TaskService.create(..., in_new_conversation=True)`: the task gets a new conversation of its
 own, titled after it, never the one open last). A refusal (nothing to do, too many open tasks, ...) is
 said in the dialog, which stays open with everything typed; success closes it. `created(result)` carries
@@ -27,12 +29,12 @@ from core.bots.views import BotView
 from core.errors import InvalidInputError
 from ui.answer_bar import reason
 from ui.async_calls import AsyncCalls
-from ui.form import Combo, FieldRow, Section, button, dialog_footer, line_input, small_label
+from ui.form import Combo, FieldRow, Section, Switch, button, dialog_footer, line_input, small_label
 from ui.i18n import t
 
 log = logging.getLogger(__name__)
 
-CreateTask = Callable[[str, str, str], Awaitable[object]]
+CreateTask = Callable[[str, str, str, bool], Awaitable[object]]
 MAX_TITLE = 80  # what the task service keeps of a title
 
 
@@ -52,7 +54,7 @@ class NewTaskDialog(QDialog):
         self.setObjectName("settingsDialog")
         self.setWindowTitle(t("newtask.title"))
         self.setModal(True)
-        self.resize(520, 380)
+        self.resize(520, 500)
         self._create = create
         self._bot_id = bot_id
         self._calls = AsyncCalls()
@@ -96,10 +98,12 @@ class NewTaskDialog(QDialog):
         bot_line = QHBoxLayout()
         bot_line.addWidget(self.bot_combo)
         bot_line.addStretch(1)
+        self.plan_switch = Switch(t("newtask.plan_switch"), section)
         self.rows: dict[str, FieldRow] = {
             "title": FieldRow(t("newtask.task_title"), self.title_input, parent=section),
             "text": FieldRow(t("newtask.brief"), self.brief_input, t("newtask.brief_hint_own"), section),
             "bot": FieldRow(t("newtask.bot"), bot_line, parent=section),
+            "plan": FieldRow(t("newtask.plan"), self.plan_switch, t("newtask.plan_hint"), section),
         }
         for key, row in self.rows.items():
             if key != "bot" or len(bots) > 1:
@@ -125,10 +129,13 @@ class NewTaskDialog(QDialog):
             self.brief_input.setFocus()
             return
         self._set_busy(True)
-        self._calls.start(self._run(self.chosen_bot(), title, brief), done=self._done, failed=self._failed)
+        plan = self.plan_switch.isChecked()
+        self._calls.start(
+            self._run(self.chosen_bot(), title, brief, plan), done=self._done, failed=self._failed
+        )
 
-    async def _run(self, bot_id: str, title: str, brief: str) -> object:
-        return await self._create(bot_id, title, brief)
+    async def _run(self, bot_id: str, title: str, brief: str, plan: bool) -> object:
+        return await self._create(bot_id, title, brief, plan)
 
     def _done(self, result: object) -> None:
         self._set_busy(False)

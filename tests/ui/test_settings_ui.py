@@ -502,11 +502,11 @@ async def test_start_at_login_that_cant_be_written_is_said_and_not_saved(
 async def test_new_task_creates_with_the_chosen_bot_and_closes(qtbot: QtBot, bots: FakeBotFacade) -> None:
     first = bots.add("天天")
     second = bots.add("哒哒")
-    created: list[tuple[str, str, str]] = []
+    created: list[tuple[str, str, str, bool]] = []
 
-    async def create(bot_id: str, title: str, brief: str) -> object:
+    async def create(bot_id: str, title: str, brief: str, plan: bool) -> object:
         await asyncio.sleep(0)
-        created.append((bot_id, title, brief))
+        created.append((bot_id, title, brief, plan))
         return "t_000000000001"
 
     dialog = NewTaskDialog(create, await bots.list(), first.id)
@@ -519,10 +519,12 @@ async def test_new_task_creates_with_the_chosen_bot_and_closes(qtbot: QtBot, bot
     dialog.title_input.setText("GPU 价格调研")
     dialog.brief_input.setPlainText("  比较三家云的 GPU 价格  ")
     dialog.bot_combo.setCurrentIndex(dialog.bot_combo.findData(second.id))
+    assert not dialog.plan_switch.isChecked()  # a plain task unless the person asks for a plan
+    dialog.plan_switch.click()
     click(dialog.create_button)
     await wait_until(lambda: bool(results))
 
-    assert created == [(second.id, "GPU 价格调研", "比较三家云的 GPU 价格")]
+    assert created == [(second.id, "GPU 价格调研", "比较三家云的 GPU 价格", True)]
     assert results == ["t_000000000001"]
     assert not dialog.isVisible()
 
@@ -531,7 +533,7 @@ async def test_new_task_reports_errors_and_stays_open(qtbot: QtBot, bots: FakeBo
     only = bots.add("天天")
     attempts: list[str] = []
 
-    async def create(bot_id: str, title: str, brief: str) -> object:
+    async def create(bot_id: str, title: str, brief: str, plan: bool) -> object:
         attempts.append(brief)
         raise ConflictError("天天 already has 10 open tasks. Stop or finish one before starting another.")
 
