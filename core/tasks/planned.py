@@ -169,7 +169,8 @@ class PlannedTasks:
     async def subtask_ended(self, subtask: TaskRecord) -> None:
         """A subtask's run ended (its end is never pushed): the plan goes on."""
         if subtask.parent_id:
-            await self.advance(subtask.parent_id)
+            # Spawned: the merge is a model turn, which the ending subtask's run must not wait for.
+            self._spawn(subtask.parent_id)
 
     async def follow_up(self, task: TaskRecord, text: str, cause: RunCause) -> str:
         """A person's words for a planned task: steered into its working subtasks, or the plan goes on
@@ -244,11 +245,15 @@ class PlannedTasks:
             plan = await self._make_plan(task, state)
             if plan is None:
                 return
-            state = await self._adopt(task, state, plan)
+            adopted = await self._adopt(task, state, plan)
+            if adopted is None:
+                return
+            state = adopted
         if state.phase == "ended":
             return
         parts = await self._parts(task, state)
-        if any(p.outcome == "budget" for p in parts) or self._over_budget(task):
+        # A subtask stopped at the budget leaves the planned task's spend at it too (they share it).
+        if self._over_budget(task):
             await self._at_budget(task, parts)
             return
         if state.phase == "running" and not all(p.finished for p in parts):
@@ -287,9 +292,9 @@ class PlannedTasks:
         await self._end(task.id, "failed", error=f"the planner gave no usable plan twice: {error}")
         return None
 
-    async def _adopt(self, task: TaskRecord, state: PlanState, plan: Plan) -> PlanState:
+    async def _adopt(self, task: TaskRecord, state: PlanState, plan: Plan) -> PlanState | None:
         """Keep the plan and make its subtasks' tasks, in one transaction: a restart finds both or
-        neither."""
+        neither. None when the task was stopped meanwhile."""
         now = self._clock.time()
         taken = set(state.children)
         renamed = {s.id: _free_id(s.id, taken) for s in plan.subtasks}
@@ -304,7 +309,10 @@ class PlannedTasks:
             children[sub.id] = new_id("t")
         adopted = PlanState("running", merged, children)
 
-        def make(s: Session) -> None:
+        def make(s: Session) -> bool:
+            current = task_rows.get_task(s, task.id)
+            if current is None or current.ended_at:
+                return False  # stopped while the planner thought: nothing is made
             for sub in subtasks:
                 child = children[sub.id]
                 folder = subtask_folder(Path(task.folder), sub.title, child)
@@ -324,8 +332,10 @@ class PlannedTasks:
                     parent_id=task.id,
                 )
             task_rows.update_task(s, task.id, now=now, plan=adopted.dumps())
+            return True
 
-        await self._db.write(make)
+        if not await self._db.write(make):
+            return None
         self._bus.publish(TaskChanged(task.id))
         return adopted
 
