@@ -181,7 +181,7 @@ class PlannedTasks:
         if working:
             for part in working:
                 assert part.task is not None
-                await self._give(part.task, text, cause)
+                await self._give(part.task, text)
             self._runner.poke()
             return "steered"
         now = self._clock.time()
@@ -219,10 +219,6 @@ class PlannedTasks:
         """The subtasks of a planned task a person stopped: the caller stops each."""
         children = await self._db.read(lambda s: task_rows.subtasks_of(s, task.id))
         return [c.id for c in children if not c.ended_at]
-
-    def budget_changed(self, task_id: str, budget_usd: float, children: list[str]) -> None:
-        for child in children:
-            self._runner.set_budget(child, budget_usd)
 
     # ---- the plan going on ----------------------------------------------------------------------------
 
@@ -610,7 +606,7 @@ class PlannedTasks:
             await self._push.run_finished(run, task, report)
         self._bus.publish(TaskChanged(task_id))
 
-    async def _give(self, child: TaskRecord, text: str, cause: RunCause) -> None:
+    async def _give(self, child: TaskRecord, text: str) -> None:
         """A person's words for a working subtask: in its inputs, handed over at its next step."""
         now = self._clock.time()
         active = self._runner.active_run(child.id)
@@ -623,7 +619,6 @@ class PlannedTasks:
         await self._db.write(add)
         if active is not None:
             await self._runner.hand_over(active)
-        del cause
 
 
 def _open_run(s: Session, task: TaskRecord, cause: RunCause, now: float) -> None:
