@@ -167,3 +167,54 @@ async def test_a_planned_goal_is_planned_again_with_what_failed_until_its_check_
         assert (done["goal"]["round"], done["goal"]["met"]) == (2, True)
         said = await pushed(host, client, task["conversationId"], "Report written.")
         assert said == ["Report written.\nAll 1 acceptance criteria met: ✓ a report (command)"]
+
+
+async def test_a_follow_up_is_steered_into_working_subtasks_and_a_done_plan_is_planned_further(
+    host: Host, script: SessionScript
+) -> None:
+    one = {"subtasks": [{"id": "draft", "title": "Draft it", "brief": "Write draft.md."}]}
+    more = {"subtasks": [{"id": "draft", "title": "Translate it", "brief": "Translate draft.md."}]}
+    script.add(f"plan:{GOAL}", [Reply.text(json.dumps(one)), Reply.text(json.dumps(more))])
+    script.add(
+        "Draft it",
+        [
+            bash("while [ ! -f go ]; do sleep 0.05; done"),
+            report("done", "drafted", message="Drafted."),
+            Reply.text("ok"),
+        ],
+    )
+    script.add("Translate it", [report("done", "translated", message="Translated."), Reply.text("ok")])
+    merges = [
+        Reply.text(json.dumps({"message": m, "summary": m})) for m in ("Draft ready.", "Translation ready.")
+    ]
+    script.add(f"merge:{GOAL}", merges)
+    async with running_api(host) as client:
+        task = await new_task(client, GOAL, plan=True)
+
+        async def drafting() -> bool:
+            parts = (await client.get(f"/api/tasks/{task['id']}")).json()["plan"]["subtasks"]
+            return bool(parts) and parts[0]["stage"] == "working" and bool(script.requests["Draft it"])
+
+        await wait_until(host.bus, drafting, timeout=20, what="the draft working")
+        r = await client.post(f"/api/tasks/{task['id']}/continue", json={"text": "make it short"})
+        assert r.json()["result"] == "steered"
+        folder = Path((await client.get(f"/api/tasks/{task['id']}")).json()["plan"]["subtasks"][0]["folder"])
+        (folder / "go").write_text("go")
+        await wait_stage(host, client, task["id"], "ready", timeout=30)
+        told = [str(m.get("content")) for b in script.requests["Draft it"] for m in b["messages"]]
+        assert "make it short" in told
+
+        r = await client.post(f"/api/tasks/{task['id']}/continue", json={"text": "now in English"})
+        assert r.json()["result"] == "resumed"
+
+        async def translated() -> bool:
+            return any(
+                m["text"] == "Translation ready." for m in await messages(client, task["conversationId"])
+            )
+
+        await wait_until(host.bus, translated, timeout=30, what="the second round's result")
+        replan = script.user_texts(f"plan:{GOAL}", 1)[-1]
+        assert "What is still needed (the new subtasks are for this):\nnow in English" in replan
+        detail = (await client.get(f"/api/tasks/{task['id']}")).json()
+        # The second round's subtask got an id of its own: the first one's is kept.
+        assert [s["id"] for s in detail["plan"]["subtasks"]] == ["draft", "draft-2"]
