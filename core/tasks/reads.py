@@ -167,6 +167,7 @@ class TaskReads:
                     "taskId": child.task.id if child is not None else "",
                     "stage": view.stage if view is not None else "",
                     "stageLabel": view.stage_label if view is not None else "",
+                    "group": view.group if view is not None else "",
                     "latestLine": view.latest_line if view is not None else "",
                     "costUsd": child.task.spent_usd if child is not None else 0.0,
                     "steps": steps,
