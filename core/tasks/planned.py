@@ -418,7 +418,7 @@ class PlannedTasks:
             if part.live and part.task is not None:
                 run_id = self._runner.active_run(part.task.id)
                 if run_id is not None:
-                    await self._runner.stop_run(run_id, refuse=False)
+                    await self._runner.stop_at_budget(run_id)
         now = self._clock.time()
 
         def end_queued(s: Session) -> None:

@@ -504,6 +504,11 @@ class TaskRunner(BackgroundRunner[TaskWork]):
             run.session.refuse_tools(STOPPED_REFUSAL)
         await self._driver.stop(run_id, Ending("stopped"), notify=False)
 
+    async def stop_at_budget(self, run_id: str) -> None:
+        """Its planned task reached its budget (docs/plans.md#budget): the run stops as at its own, quietly
+        (the planned task asks the budget question once for all)."""
+        await self._driver.stop(run_id, Ending("budget"), notify=False)
+
     async def reserve_changed(self, bot_id: str) -> None:
         """The bot's balance crossed its reserve. Below it, its working task runs stop and wait, queued, with
         a note to go on (docs/cost.md#the-chat-reserve); above it again, they start as slots allow."""

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from core.host import Host
 from tests.fakes.model_server import Reply
 from tests.integration.host_fixtures import running_api
 from tests.integration.task_script import SessionScript, bash, report
+from tests.integration.test_cost_controls import price_the_model, reported, step
 from tests.integration.test_tasks import messages, new_task, wait_stage
 from tests.waiting import wait_until
 
@@ -218,3 +220,42 @@ async def test_a_follow_up_is_steered_into_working_subtasks_and_a_done_plan_is_p
         detail = (await client.get(f"/api/tasks/{task['id']}")).json()
         # The second round's subtask got an id of its own: the first one's is kept.
         assert [s["id"] for s in detail["plan"]["subtasks"]] == ["draft", "draft-2"]
+
+
+async def test_the_budget_covers_the_whole_plan_asks_once_and_goes_on_when_given_more(
+    host: Host, script: SessionScript
+) -> None:
+    """$0.40 a step against the planned task's $1 (docs/plans.md#budget): the subtasks share it."""
+    two = {
+        "subtasks": [
+            {"id": "one", "title": "Part one", "brief": "Do part one."},
+            {"id": "two", "title": "Part two", "brief": "Do part two."},
+        ]
+    }
+    script.add(f"plan:{GOAL}", [Reply.text(json.dumps(two), usage=(10, 0))])
+    for title in ("Part one", "Part two"):
+        script.add(
+            title, [step("echo a"), step("echo b"), step("echo c"), reported("done", f"{title} done.")]
+        )
+    script.add(f"merge:{GOAL}", [Reply.text(json.dumps(MERGED), usage=(10, 0))])
+    async with running_api(host) as client:
+        await price_the_model(client)
+        task = await new_task(client, GOAL, plan=True)
+        stopped = await wait_stage(host, client, task["id"], "needs-you/budget", timeout=30)
+        assert stopped["spentUsd"] >= 1.0
+        parts = stopped["plan"]["subtasks"]
+        # What the parts spent is the planned task's spend (the planner's few tokens aside).
+        assert sum(p["costUsd"] for p in parts) == pytest.approx(stopped["spentUsd"], abs=0.01)
+        assert all(p["stage"] != "working" for p in parts)
+        cid = task["conversationId"]
+        asked = await pushed(host, client, cid, f"“{GOAL}” has used about")
+        assert len(asked) == 1  # the planned task's question; nothing from its parts
+
+        answer = {"answer": "再给 5 美元"}
+        r = await client.post(f"/api/attention/task_budget:{task['id']}/answer", json=answer)
+        assert r.status_code == 200, r.text
+        done = await wait_stage(host, client, task["id"], "ready", timeout=30)
+        assert done["budgetUsd"] == pytest.approx(6.0)
+        assert [s["stage"] for s in done["plan"]["subtasks"]] == ["ready", "ready"]
+        said = await pushed(host, client, cid, MERGED["message"])
+        assert said[1:] == [MERGED["message"]]
