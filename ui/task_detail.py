@@ -2,8 +2,8 @@
 then one well with 来自 (the channel, the time and the user's words, which open that conversation),
 最新进展 (the files it names linked, `ui.task_result`), 预算 (with 改, `ui.budget_editor`) and 文件夹
 (its sizes and 打开, and the cleanup date with 保留 when one is set); then each run as a folded 处理过程 line
-with its cost; then 停止 (while it works or waits for you), 导出 (`ui.export_action`) and 删除 (after an
-inline confirm).
+with its cost; then what it did outside its folder (`ui.task_audit`); then 停止 (while it works or waits for
+you), 导出 (`ui.export_action`) and 删除 (after an inline confirm).
 
 `TaskDetailBody` is the detail itself. The main pane shows it in `TaskDetailView` (a pane with ‹ back and the
 title in its header); the bot info panel shows the same class in place, with the title on its first line.
@@ -32,6 +32,7 @@ from ui.export_action import AskPath, ExportAction
 from ui.i18n import language, t
 from ui.reloader import Reloader
 from ui.status_dot import StatusDot
+from ui.task_audit import TaskAuditList
 from ui.task_chip import dot_state
 from ui.task_detail_sections import (
     FolderSection,
@@ -43,6 +44,7 @@ from ui.task_detail_sections import (
     task_age,
 )
 from ui.task_list import TaskPane, reason, section_label
+from ui.task_plan import TaskPlanSection
 from ui.task_result import TaskResult
 from ui.wrapped_label import WrappedLabel
 
@@ -101,7 +103,11 @@ class TaskDetailBody(QWidget):
         self._column.addWidget(self.title_label)
         self._build_stage()
         self._build_facts()
+        self.plan = TaskPlanSection(self)
+        self._column.addWidget(self.plan)
         self._build_runs()
+        self.audit = TaskAuditList(self._tasks, self, self._now)
+        self._column.addWidget(self.audit)
         self._build_actions()
         self._set_body_visible(False)
 
@@ -236,20 +242,24 @@ class TaskDetailBody(QWidget):
             self.export.set_target(None)
             self._set_body_visible(False)
             self._show_actions(None)
+        self.audit.show_task(task_id)
         self._reader.request()
 
     def close_view(self) -> None:
         """Hidden: stop following the task. Showing it again re-reads it, keeping what it showed meanwhile."""
         self._reader.reset()
+        self.audit.close_view()
         self._following = False
 
     async def reload(self) -> None:
         if self._task_id is not None:
             await self._reader.request()
+            await self.audit.reload()
 
     def on_task_changed(self, task_id: str) -> None:
         if self._following and task_id == self._task_id:
             self._reader.request()
+            self.audit.on_task_changed(task_id)  # at most every few seconds: the trail is a file to scan
 
     def shutdown(self) -> None:
         self.close_view()
@@ -257,6 +267,7 @@ class TaskDetailBody(QWidget):
             section.shutdown()
         self._task_id = None
         self._calls.cancel_all()
+        self.audit.shutdown()
         self.budget.shutdown()
         self.folder.shutdown()
         self.export.shutdown()
@@ -311,6 +322,7 @@ class TaskDetailBody(QWidget):
         self.budget.set_task(task)
         self.folder.set_detail(detail)
         self.export.set_target(task.id, task.title)
+        self.plan.set_detail(detail)
         self._show_runs(detail.task, detail.runs)
         self._show_actions(task)
         self._set_body_visible(True)
@@ -386,6 +398,9 @@ class TaskDetailBody(QWidget):
         has_runs = visible and bool(self.runs)
         self.runs_caption.setVisible(has_runs)
         self.runs_well.setVisible(has_runs)
+        self.audit.set_shown(visible)
+        if not visible:
+            self.plan.hide()
 
     # -- commands --------------------------------------------------------------------------------------
 

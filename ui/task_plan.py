@@ -1,6 +1,6 @@
-"""The task detail's plan and goal (docs/desktop.md#the-task-detail): a planned task's subtasks, each with
-its stage, spend and steps and what it waits for; a goal task's criteria, each with its last verdict and
-where it came from.
+"""The task detail's plan and goal (docs/desktop.md#the-plan-and-goal-wells): a planned task's subtasks,
+each with its stage, spend and steps and what it waits for; a goal task's criteria, each with its last
+verdict and where it came from.
 
     计划 · 3 部分
     ● 查 AWS 价格              已完成 · $0.02 · 6 步
