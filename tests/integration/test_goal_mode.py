@@ -4,6 +4,7 @@ host's own checks pass; a failed round goes on with what failed, and the rounds 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -17,7 +18,11 @@ from tests.integration.test_tasks import messages, new_task, wait_stage
 from tests.waiting import wait_until
 
 TITLE = "Fix the adder"
-PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+# The base interpreter, not the venv's: the sandbox lays an empty /tmp over the system, which hides a venv
+# kept under /tmp (as in a CI clone). The check runs the test the way a test runner would: a failed assert
+# exits 1 with its traceback.
+PYTHON = os.path.realpath(sys.executable)
+TEST_CHECK = f"{PYTHON} -B -c 'import test_calc; test_calc.test_add()'"
 TESTS = "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
 
@@ -35,8 +40,8 @@ def a_wrong_adder(message: str) -> list[Reply]:
     ]
 
 
-def pytest_criterion() -> list[dict[str, Any]]:
-    return [{"text": "the tests pass", "check": {"type": "command", "command": PYTEST}}]
+def tests_pass_criterion() -> list[dict[str, Any]]:
+    return [{"text": "the tests pass", "check": {"type": "command", "command": TEST_CHECK}}]
 
 
 def told_after_checks(script: SessionScript, who: str) -> list[str]:
@@ -66,7 +71,7 @@ async def test_a_failing_check_sends_the_agent_back_and_the_task_is_done_once_it
         ],
     )
     async with running_api(host) as client:
-        task = await new_task(client, TITLE, acceptance=pytest_criterion())
+        task = await new_task(client, TITLE, acceptance=tests_pass_criterion())
         done = await wait_stage(host, client, task["id"], "ready", timeout=30)
         # The second round started from what the host saw fail, in the same run.
         [told] = told_after_checks(script, TITLE)
@@ -102,7 +107,7 @@ async def test_rounds_that_fail_the_same_way_stop_with_the_reason_and_each_crite
     )
     async with running_api(host) as client:
         criteria = [
-            *pytest_criterion(),
+            *tests_pass_criterion(),
             {"text": "a notes file", "check": {"type": "file", "path": "notes.md"}},
         ]
         task = await new_task(client, TITLE, acceptance=criteria)
