@@ -78,14 +78,22 @@ def _registry(cmd: SimpleCommand) -> str:
     return ""
 
 
-_WIDE_TARGETS = frozenset({"/", "~", "~/", "/*", "$HOME", "${HOME}", "c:\\", "c:/"})
+_WIDE_TARGETS = frozenset({"/", "~", "/*", "~/*", "$home", "${home}", "c:", "c:/*"})  # compared lowered
+
+
+def _spelled_plainly(target: str) -> str:
+    """The target without what does not change where it points: `//`, `/.`, a trailing slash, `\\`."""
+    text = re.sub(r"/+", "/", target.replace("\\", "/"))
+    while text.endswith(("/.", "/")) and len(text) > 1:
+        text = text[:-2] if text.endswith("/.") else text[:-1]
+    return text or "/"
 
 
 def _permission_nuke(cmd: SimpleCommand) -> str:
     program, args = cmd.program.lower(), cmd.arguments
     if program in ("chmod", "chown", "chgrp") and _recursive(args):
         targets = [a for a in args if not a.startswith("-")][1:]
-        wide = [t for t in targets if t.lower() in _WIDE_TARGETS]
+        wide = [t for t in targets if _spelled_plainly(t).lower() in _WIDE_TARGETS]
         if wide:
             return f"a recursive `{program}` on {wide[0]} changes who may use every file below it"
     if program in ("icacls", "icacls.exe"):
@@ -109,8 +117,11 @@ def _power(cmd: SimpleCommand) -> str:
 _SENDERS = frozenset(
     {"ssh", "scp", "sftp", "nc", "ncat", "netcat", "telnet", "ftp", "sendmail", "mail", "mailx", "mutt"}
 )
-_CURL_SENDING = re.compile(r"^(-d|--data\S*|-F|--form\S*|-T|--upload-file|--json)$|^-[dFT].+")
-_CURL_METHOD = re.compile(r"^(-X|--request)(=?)(\S*)$")
+_CURL_SENDING_LONG = re.compile(r"^(--data\S*|--form\S*|--upload-file|--json)$")
+_CURL_SENDING_SHORT = frozenset("dFT")  # a body, a form, an upload
+# curl's short options whose value follows them: in a bundle (`-sXPOST`, `-fsSLo page`) the rest is the value.
+_CURL_VALUED_SHORT = frozenset("AbcCdDeEFHKmoPQrtTuUwxXyYz")
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 _PUBLISHERS = {
     ("git", "push"),
     ("npm", "publish"),
@@ -118,18 +129,39 @@ _PUBLISHERS = {
     ("pnpm", "publish"),
     ("twine", "upload"),
 }
+_GIT_VALUED = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"}
+)
 
 
 def _curl_sends(args: tuple[str, ...]) -> bool:
     for index, arg in enumerate(args):
-        if _CURL_SENDING.match(arg):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        if _CURL_SENDING_LONG.match(arg):
             return True
-        method = _CURL_METHOD.match(arg)
-        if method:
-            verb = method.group(3) or (args[index + 1] if index + 1 < len(args) else "")
-            if verb.upper() not in ("GET", "HEAD", "OPTIONS"):
+        if arg in ("--request", "-X") or arg.startswith("--request="):
+            verb = arg.partition("=")[2] or following
+            if verb.upper() not in _SAFE_METHODS:
                 return True
+        elif arg.startswith("-") and not arg.startswith("--"):
+            for at, letter in enumerate(arg[1:], start=1):
+                if letter in _CURL_SENDING_SHORT:
+                    return True
+                if letter == "X" and (arg[at + 1 :] or following).upper() not in _SAFE_METHODS:
+                    return True
+                if letter in _CURL_VALUED_SHORT:
+                    break  # the rest of the bundle is this option's value
     return False
+
+
+def _subcommand(program: str, args: tuple[str, ...]) -> str:
+    """The subcommand after a program's own options (`git -C repo push` is `push`)."""
+    if program != "git":
+        return args[0].lower() if args else ""
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] in _GIT_VALUED else 1
+    return args[index].lower() if index < len(args) else ""
 
 
 def _sends(cmd: SimpleCommand) -> str:
@@ -144,8 +176,9 @@ def _sends(cmd: SimpleCommand) -> str:
         a.startswith(("--post-data", "--post-file", "--method", "--body")) for a in args
     ):
         return "this `wget` sends data"
-    if (program, args[0].lower() if args else "") in _PUBLISHERS:
-        return f"`{program} {args[0]}` publishes to another machine"
+    subcommand = _subcommand(program, args)
+    if (program, subcommand) in _PUBLISHERS:
+        return f"`{program} {subcommand}` publishes to another machine"
     if program in ("http", "https", "xh") and args and args[0].upper() in ("POST", "PUT", "PATCH", "DELETE"):
         return f"`{program} {args[0]}` sends a request that changes things"
     return ""

@@ -19,7 +19,7 @@ from core.agent.sandbox import CREDENTIAL_DIRS, CREDENTIAL_FILES, PathGuard, Pre
 from core.agent.tool_api import SessionKind, ToolEffects, ToolError
 from core.guard.command_rules import COMMAND_RULES, FORK_BOMB, OBSERVE_SENDS, CommandRule
 from core.guard.policy import FILE_NAME, GuardPolicy, PolicyFile, PolicyProblem
-from core.guard.shell_words import SimpleCommand, is_compound, simple_commands
+from core.guard.shell_words import SimpleCommand, find_actions, is_compound, nested_line, simple_commands
 
 POLICY_FILE = FILE_NAME  # in the data dir
 GUARDED_KINDS: frozenset[SessionKind] = frozenset({"task", "rule"})
@@ -38,6 +38,7 @@ _CREDENTIAL_WORDS = re.compile(
 )
 _WIDE_DELETE = frozenset({"/", "/*", "~", "~/", "~/*", ".", "./", "..", "../", "*", ".*", "$HOME", "${HOME}"})
 _UNKNOWN_YET = ("$", "`")
+MAX_NESTING = 3  # shells handed a line by a shell (`bash -c "bash -c '…'"`) the guard still reads
 
 Decision = Literal["allow", "deny"]
 
@@ -196,9 +197,10 @@ class _Judgement:
         for rule in self.policy.deny_commands:
             if rule.pattern.search(command):
                 raise _Refusal(f"policy/{rule.id}", rule.reason)
-        if _CREDENTIAL_WORDS.search(command):
+        commands = _commands_run(command)
+        # Quotes split a word for the eye only (`~/.s's'h`): the words as the shell reads them are judged too.
+        if any(_CREDENTIAL_WORDS.search(t) for t in (command, *(" ".join(c.words) for c in commands))):
             raise _Refusal("cmd/credential-access", "the command names a credential location or a key file")
-        commands = simple_commands(command)
         overridden: _Refusal | None = None
         try:
             if FORK_BOMB.search(command):
@@ -283,6 +285,24 @@ class _Judgement:
             self._check_hidden(real)
             if not self._writable(real):
                 raise _delete_refusal(f"{self._shown(real)} is outside the folders this run may write")
+
+
+def _commands_run(command: str, depth: int = 0) -> list[SimpleCommand]:
+    """Every simple command the line runs: its own, those of a line it hands another shell (`bash -c`,
+    `eval`), and what a `find` does to what it finds."""
+    found: list[SimpleCommand] = []
+    for simple in simple_commands(command):
+        found += [simple, *find_actions(simple)]
+        inner = nested_line(simple)
+        if inner is None:
+            continue
+        if depth >= MAX_NESTING:
+            raise _Refusal(
+                "cmd/nested-shell",
+                f"the line is handed from shell to shell more than {MAX_NESTING} times, too deep to read",
+            )
+        found += _commands_run(inner, depth + 1)
+    return found
 
 
 def _delete_refusal(reason: str) -> _Refusal:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,73 @@ def test_destructive_commands_are_refused_by_their_rule(home: Path, command: str
     assert message.endswith("The call did not run.")
 
 
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        # Prefixes with options of their own still leave the command they run to be judged.
+        ("sudo -u root rm -rf /", "cmd/recursive-force-delete"),
+        ("sudo -Eu root chmod -R 777 /", "cmd/permission-nuke"),
+        ("nice -n 10 rm -rf ~", "cmd/recursive-force-delete"),
+        ("timeout 60 rm -rf ~", "cmd/recursive-force-delete"),
+        ("timeout -s KILL 5m shutdown -h now", "cmd/power"),
+        ("stdbuf -o L ionice -c 3 rm -rf ~", "cmd/recursive-force-delete"),
+        ("env -u PATH FOO=1 mkfs.ext4 /dev/sdb1", "cmd/disk-format"),
+        ("xargs -n 1 -P 4 rm -rf ~", "cmd/recursive-force-delete"),
+        ("busybox rm -rf /", "cmd/recursive-force-delete"),
+        # A line handed to another shell is judged as a line.
+        ("bash -c 'rm -rf ~'", "cmd/recursive-force-delete"),
+        ('sudo sh -ec "echo x > /etc/hosts"', "path/system"),
+        ("bash -lc 'cd x; shutdown -h now'", "cmd/power"),
+        ("eval 'mkfs.ext4 /dev/sdb1'", "cmd/disk-format"),
+        ("eval rm -rf /", "cmd/recursive-force-delete"),
+        # What find deletes or runs for each file it finds.
+        ("find / -delete", "cmd/recursive-force-delete"),
+        ("find ~ -name '*.log' -delete", "cmd/recursive-force-delete"),
+        ("find ~ -exec rm -rf {} +", "cmd/recursive-force-delete"),
+        ("find . -exec rm -rf {} \\;", "cmd/recursive-force-delete"),
+        # The same wide target, spelled another way.
+        ("chmod -R 777 /.", "cmd/permission-nuke"),
+        ("chmod -R a+rwx //", "cmd/permission-nuke"),
+        ("chown -R nobody $HOME/", "cmd/permission-nuke"),
+        ("chmod -R 777 ~/.", "cmd/permission-nuke"),
+        # Quotes do not hide a credential path.
+        ("cat ~/.s's'h/id_ed25519", "cmd/credential-access"),
+        ('tar czf k.tgz ~/".ss"h', "cmd/credential-access"),
+    ],
+)
+def test_a_command_dressed_up_is_judged_as_what_it_runs(home: Path, command: str, rule: str) -> None:
+    verdict = _command(home, command)
+    assert (verdict.decision, verdict.rule) == ("deny", rule), verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "timeout 60 pytest -q",
+        "sudo -u me ls -la",
+        "nice -n 5 make -j4",
+        "bash -c 'rm -rf build && make'",
+        "find . -name '*.pyc' -delete",
+        "find build -type f -exec rm -f {} +",
+        "find . -name '*.tmp' -exec rm -rf {} +",
+        "env FOO=1 python run.py",
+        "chmod -R u+w build",
+    ],
+)
+def test_the_same_prefixes_and_shells_on_everyday_work_pass(home: Path, command: str) -> None:
+    verdict = _command(home, command)
+    assert verdict.decision == "allow", verdict
+
+
+def test_a_line_nested_too_deep_is_refused_rather_than_guessed(home: Path) -> None:
+    line = "ls"
+    for _ in range(5):
+        line = f"bash -c {shlex.quote(line)}"
+    verdict = _command(home, line)
+    assert (verdict.decision, verdict.rule) == ("deny", "cmd/nested-shell")
+    assert _command(home, "bash -c \"bash -c 'ls'\"").decision == "allow"
+
+
 def test_a_full_preset_bot_may_write_anywhere_but_not_into_the_system(home: Path) -> None:
     assert _command(home, "echo x >> ~/notes.txt", preset=Preset.FULL).decision == "allow"
     assert _command(home, "echo x > /usr/local/bin/x", preset=Preset.FULL).rule == "path/system"
@@ -115,11 +183,24 @@ def test_a_full_preset_bot_may_write_anywhere_but_not_into_the_system(home: Path
 
 def test_an_observing_run_may_look_but_not_send_or_write(home: Path) -> None:
     assert _command(home, "curl -s https://example.com/price", observing=True).decision == "allow"
+    for looking in (
+        "curl -fsSLo page.html https://example.com",
+        "curl -sH 'Accept: text/html' https://x.org",
+        "git -C repo log -1",
+    ):
+        assert _command(home, looking.replace("page.html", "/dev/null"), observing=True).decision == "allow"
     for command in (
         "curl -X POST https://example.com/hook",
         "curl -d @report.json https://example.com",
         "git push origin main",
         "scp a.txt host:",
+        "curl -sX POST https://example.com/hook",
+        "curl -sSXPUT https://example.com/hook",
+        "curl -sd @report.json https://example.com",
+        "curl -fsSLF file=@a.txt https://example.com",
+        "git -C repo push",
+        "git -c user.name=x --git-dir .git push origin",
+        "sudo -u me scp a.txt host:",
     ):
         assert _command(home, command, observing=True).rule == "observe/sends", command
     assert _command(home, "git push origin main").decision == "allow"  # acting runs may push
