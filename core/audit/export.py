@@ -8,6 +8,7 @@ import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 Format = Literal["jsonl", "csv"]
@@ -34,7 +35,7 @@ CSV_COLUMNS = (
 @dataclass(frozen=True, slots=True)
 class AuditFilter:
     """Events that match every field given; `target` matches a part of the target, ignoring case;
-    `since` / `until` are ISO times compared with the event's `at` (inclusive)."""
+    `since` / `until` are ISO times compared as moments with the event's `at` (inclusive; no zone is UTC)."""
 
     run: str | None = None
     task: str | None = None
@@ -53,10 +54,25 @@ class AuditFilter:
                 return False
         if self.target is not None and self.target.lower() not in str(event.get("target", "")).lower():
             return False
-        at = str(event.get("at", ""))
-        if self.since is not None and at < self.since:
-            return False
-        return not (self.until is not None and at > self.until)
+        if self.since is None and self.until is None:
+            return True
+        at = _moment(str(event.get("at", "")))
+        if at is None:
+            return False  # an event without a readable time is in no window
+        since, until = _moment(self.since or ""), _moment(self.until or "")
+        return (since is None or at >= since) and (until is None or at <= until)
+
+
+def _moment(text: str) -> datetime | None:
+    """An ISO time as a moment: the same moment in any zone or precision compares equal; a time without a
+    zone is UTC, as the trail writes its own."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def matching(events: Iterable[dict[str, Any]], where: AuditFilter) -> Iterator[dict[str, Any]]:

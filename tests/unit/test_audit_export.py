@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from core.audit.export import AuditFilter, as_csv, export, matching
@@ -50,6 +51,25 @@ async def test_filters_pick_the_events_a_person_asked_for(tmp_path: Path) -> Non
     assert kinds(AuditFilter(since=events[1]["at"])) == ["guard.refusal", "file.write"]
     assert kinds(AuditFilter(until=events[1]["at"], run="r_1")) == ["command.exec", "guard.refusal"]
     assert kinds(AuditFilter(kind="nothing")) == []
+
+
+async def test_the_time_window_compares_times_not_their_spelling(tmp_path: Path) -> None:
+    trail = await _trail(tmp_path)
+    events = list(trail.events())
+    second = datetime.fromisoformat(events[1]["at"])
+
+    def kinds(where: AuditFilter) -> list[str]:
+        return [e["kind"] for e in matching(events, where)]
+
+    # The same moment written in another zone, and without its milliseconds.
+    elsewhere = second.astimezone(timezone(timedelta(hours=8))).isoformat()
+    assert kinds(AuditFilter(since=elsewhere)) == ["guard.refusal", "file.write"]
+    first = datetime.fromisoformat(events[0]["at"])
+    assert first.microsecond == 0 and events[0]["at"].endswith(".000+00:00")
+    assert kinds(AuditFilter(until=first.isoformat())) == ["command.exec"]
+    # A time without a zone is UTC, as the trail writes it.
+    naive = second.astimezone(UTC).replace(tzinfo=None).isoformat()
+    assert kinds(AuditFilter(since=naive)) == ["guard.refusal", "file.write"]
 
 
 async def test_a_whole_jsonl_export_is_the_trail_byte_for_byte(tmp_path: Path) -> None:
