@@ -102,6 +102,7 @@ class ToolResult:
     ok: bool
     output: str
     duration_s: float
+    stopped: bool = False  # the turn was stopped while the call ran: its effects may be partial
 
 
 @dataclass(frozen=True, slots=True)

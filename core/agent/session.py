@@ -509,7 +509,22 @@ class AgentSession:
         clock = self._runtime.clock
         self._emit(ev.ToolCall(self.session_id, turn_id, call.tool_call_id, call.tool_name, call.arguments))
         started = clock.monotonic()
-        ok, output = await self._execute(call)
+        try:
+            ok, output = await self._execute(call)
+        except asyncio.CancelledError:
+            # A call stopped part way may still have done something: it ends like any other, for the audit.
+            result = ev.ToolResult(
+                self.session_id,
+                turn_id,
+                call.tool_call_id,
+                call.tool_name,
+                False,
+                INTERRUPTED,
+                clock.monotonic() - started,
+                stopped=True,
+            )
+            self._emit(result)
+            raise
         if len(output) > _MAX_TOOL_OUTPUT:
             output = (
                 output[:_MAX_TOOL_OUTPUT] + f"\n[... {len(output) - _MAX_TOOL_OUTPUT} more characters cut]"

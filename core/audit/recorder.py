@@ -220,6 +220,8 @@ def _result_fields(event: ev.ToolResult) -> dict[str, Any]:
         if code.lstrip("-").isdigit():
             fields["exitCode"] = int(code)
             fields["result"] = "ok" if code == "0" else "failed"
-    if not event.ok:
+    if event.stopped:
+        fields["result"] = "stopped"
+    elif not event.ok:
         fields["error"] = _cut(event.output, _MAX_DETAIL)
     return fields

@@ -109,6 +109,9 @@ async def test_cancel_during_a_tool_kills_it_and_answers_the_call_as_interrupted
     session.prompt("long tool")
     await rec.wait_for(ev.ToolCall)
     await asyncio.wait_for(session.cancel(), timeout=2.0)
+    # The stopped call still ends, so what it may have done is on record (docs/audit.md).
+    [ended] = rec.of(ev.ToolResult)
+    assert (ended.name, ended.ok, ended.stopped) == ("bash", False, True)
 
     model_server.push(Reply.text("ok"))
     session.prompt("next")

@@ -16,6 +16,7 @@ from tests.fakes.model_server import Reply, ToolCallSpec
 from tests.integration.host_fixtures import running_api
 from tests.integration.task_script import SessionScript, bash, report
 from tests.integration.test_tasks import new_task, wait_stage
+from tests.waiting import wait_until
 
 TITLE = "Tidy the build"
 
@@ -132,3 +133,28 @@ async def test_a_broken_policy_file_refuses_every_guarded_call(host: Host, scrip
         assert told[0].startswith("Error: [guard] blocked bash: rule policy/unreadable — ")
         assert str(policy) in told[0] and "line 1 column 19: Expecting value" in told[0]
         assert told[1].startswith("Error: [guard] blocked bash: rule policy/unreadable")
+
+
+async def test_a_command_stopped_part_way_is_on_the_trail_as_stopped(
+    host: Host, script: SessionScript
+) -> None:
+    script.add(TITLE, [bash("echo begun > begun.txt; sleep 300")])
+    async with running_api(host) as client:
+        task = await new_task(client, TITLE)
+
+        async def command_started() -> bool:
+            run_id = host.tasks.runner.active_run(task["id"])
+            live = host.tasks.runner.live_steps(run_id) if run_id else None
+            return any("sleep 300" in str(step.get("title")) for step in live or [])
+
+        await wait_until(host.bus, command_started, timeout=10, what="the shell step to start")
+        stopped = (await client.post(f"/api/tasks/{task['id']}/stop")).json()
+        assert stopped["stage"] == "stopped"
+        await host.audit.flush()
+        [event] = (await task_audit(client, task["id"])).json()["events"]
+        # The command may have done something before it was stopped: the trail says so.
+        assert (event["kind"], event["target"], event["result"]) == (
+            "command.exec",
+            "echo begun > begun.txt; sleep 300",
+            "stopped",
+        )
