@@ -19,7 +19,14 @@ from core.agent.sandbox import CREDENTIAL_DIRS, CREDENTIAL_FILES, PathGuard, Pre
 from core.agent.tool_api import SessionKind, ToolEffects, ToolError
 from core.guard.command_rules import COMMAND_RULES, FORK_BOMB, OBSERVE_SENDS, CommandRule
 from core.guard.policy import FILE_NAME, GuardPolicy, PolicyFile, PolicyProblem
-from core.guard.shell_words import SimpleCommand, find_actions, is_compound, nested_line, simple_commands
+from core.guard.shell_words import (
+    SimpleCommand,
+    copy_destination,
+    find_actions,
+    is_compound,
+    nested_line,
+    simple_commands,
+)
 
 POLICY_FILE = FILE_NAME  # in the data dir
 GUARDED_KINDS: frozenset[SessionKind] = frozenset({"task", "rule"})
@@ -239,6 +246,9 @@ class _Judgement:
         targets = list(simple.writes_to)
         if simple.program == "tee":
             targets += [a for a in simple.arguments if not a.startswith("-")]
+        destination = copy_destination(simple)
+        if destination is not None:
+            targets.append(destination)
         for target in targets:
             self._check_shell_write(target, overridable)
         rules: tuple[CommandRule, ...] = COMMAND_RULES if overridable else ()

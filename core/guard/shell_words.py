@@ -116,6 +116,28 @@ def nested_line(command: SimpleCommand) -> str | None:
     return None
 
 
+_COPIERS = frozenset({"cp", "mv", "install", "ln"})
+
+
+def copy_destination(command: SimpleCommand) -> str | None:
+    """Where `cp`, `mv`, `install` or `ln` put files: its `-t DIR`, else its last operand."""
+    if command.program not in _COPIERS:
+        return None
+    args = command.arguments
+    operands: list[str] = []
+    options = True
+    for index, arg in enumerate(args):
+        if options and arg == "--":
+            options = False
+        elif options and arg in ("-t", "--target-directory"):
+            return args[index + 1] if index + 1 < len(args) else None
+        elif options and arg.startswith("--target-directory="):
+            return arg.partition("=")[2]
+        elif not (options and arg.startswith("-") and arg != "-"):
+            operands.append(arg)
+    return operands[-1] if len(operands) >= 2 else None
+
+
 # Tests that narrow what find acts on to some of the files below its roots.
 _FIND_FILTERS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex",
                            "-iregex", "-type", "-newer", "-mtime", "-mmin", "-size", "-empty",

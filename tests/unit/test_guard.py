@@ -166,6 +166,22 @@ def test_the_same_prefixes_and_shells_on_everyday_work_pass(home: Path, command:
     assert verdict.decision == "allow", verdict
 
 
+def test_copies_and_moves_are_judged_by_where_they_put_files(home: Path) -> None:
+    for command in (
+        "cp report.md ~/Desktop/",
+        "mv -f out.txt ~/notes.txt",
+        "cp -r build -t ~/backup",
+        "install -m 755 tool ~/bin/tool",
+        "ln -sf x ~/.profile-link",
+    ):
+        assert _command(home, command).rule == "path/outside-folder", command
+    assert _command(home, "cp -a dist /etc/").rule == "path/system"
+    assert _command(home, "cp ~/.ssh/config here").rule == "cmd/credential-access"
+    for command in ("cp -r ../shared/data .", "mv a.txt b.txt", "cp x.txt --target-directory=out"):
+        assert _command(home, command).decision == "allow", command
+    assert _command(home, "cp a.txt b.txt", observing=True).rule == "observe/read-only"
+
+
 def test_a_line_nested_too_deep_is_refused_rather_than_guessed(home: Path) -> None:
     line = "ls"
     for _ in range(5):
