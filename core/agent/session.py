@@ -513,17 +513,18 @@ class AgentSession:
             ok, output = await self._execute(call)
         except asyncio.CancelledError:
             # A call stopped part way may still have done something: it ends like any other, for the audit.
-            result = ev.ToolResult(
-                self.session_id,
-                turn_id,
-                call.tool_call_id,
-                call.tool_name,
-                False,
-                INTERRUPTED,
-                clock.monotonic() - started,
-                stopped=True,
+            self._emit(
+                ev.ToolResult(
+                    self.session_id,
+                    turn_id,
+                    call.tool_call_id,
+                    call.tool_name,
+                    False,
+                    INTERRUPTED,
+                    clock.monotonic() - started,
+                    stopped=True,
+                )
             )
-            self._emit(result)
             raise
         if len(output) > _MAX_TOOL_OUTPUT:
             output = (

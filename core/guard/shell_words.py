@@ -152,7 +152,7 @@ def find_actions(command: SimpleCommand) -> list[SimpleCommand]:
     if command.program != "find":
         return []
     args = command.arguments
-    roots = [a for a in _leading_operands(args)] or ["."]
+    roots = _leading_operands(args) or ["."]
     filtered = any(a in _FIND_FILTERS for a in args)
     targets = [f"{root.rstrip('/')}/{{}}" if filtered else root for root in roots]
     found: list[SimpleCommand] = []
